@@ -1,0 +1,27 @@
+"""The one place that imports TensorFlow.
+
+Library code is written against ``tensorflow.compat.v1`` in graph mode so that
+the very same source runs on TF 1.15 (Python 3.7) and TF 2.x (Python 3.11).
+Everything else in the package does ``from crnn_multigpu.compat import tf``.
+"""
+import os
+
+# TF prints pages of C++ start-up chatter; keep the user's terminal readable
+# unless they asked for more.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow.compat.v1 as tf  # noqa: E402
+
+if tf.executing_eagerly():
+    # Only eager execution is switched off: the rest of TF 2 behaviour
+    # (resource variables, v2 control flow) stays, which is what graph-mode
+    # TF 2 users get anyway.
+    tf.disable_eager_execution()
+
+TF_VERSION = tuple(int(p) for p in tf.__version__.split(".")[:2]) if hasattr(tf, "__version__") \
+    else tuple(int(p) for p in tf.VERSION.split(".")[:2])
+IS_TF1 = TF_VERSION[0] == 1
+
+tf.logging.set_verbosity(tf.logging.ERROR)
+
+__all__ = ["tf", "TF_VERSION", "IS_TF1"]
