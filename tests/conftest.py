@@ -1,0 +1,35 @@
+"""Shared fixtures: a fresh graph per test and sessions with virtual CPU devices."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from crnn_multigpu.compat import tf  # noqa: E402
+from crnn_multigpu.devices import session_config  # noqa: E402
+
+N_VIRTUAL_CPUS = 4
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    """Every test builds into its own default graph."""
+    graph = tf.Graph()
+    with graph.as_default():
+        yield graph
+
+
+@pytest.fixture
+def make_session(fresh_graph):
+    """Open sessions on the test's graph with 4 virtual CPUs; all closed at teardown."""
+    sessions = []
+
+    def make(graph=None, n_cpus=N_VIRTUAL_CPUS):
+        session = tf.Session(graph=graph or fresh_graph, config=session_config(n_cpus))
+        sessions.append(session)
+        return session
+
+    yield make
+    for session in sessions:
+        session.close()
