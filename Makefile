@@ -1,0 +1,51 @@
+# Two commands do all the set-up on a fresh machine:
+#   make train   - create .venv, generate synthetic data, train a CRNN on all devices, evaluate
+#   make test    - create .venv (TF 2.x) and .venv-tf1 (TF 1.15) and run the suite on both
+PYTHON3 ?= python3
+PY37 ?= $(shell d=$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv); echo $$d/versions/3.7.16/bin/python)
+PYTEST_ARGS ?= -q
+TOWERS ?= 2
+STEPS ?= 2500
+RUN ?= runs/main
+
+VENV2 := .venv
+VENV1 := .venv-tf1
+
+.PHONY: all venv venv-tf1 test test-tf2 test-tf1 train benchmark clean
+
+all: test
+
+$(VENV2)/.installed: requirements-tf2.txt pyproject.toml
+	$(PYTHON3) -m venv $(VENV2)
+	$(VENV2)/bin/pip install -q --upgrade pip
+	$(VENV2)/bin/pip install -q -r requirements-tf2.txt
+	$(VENV2)/bin/pip install -q --no-deps -e .
+	touch $@
+
+$(VENV1)/.installed: requirements-tf1.txt pyproject.toml
+	@test -x "$(PY37)" || { echo "error: Python 3.7 not found at $(PY37); install it (pyenv install 3.7.16) or run make PY37=/path/to/python3.7"; exit 2; }
+	$(PY37) -m venv $(VENV1)
+	$(VENV1)/bin/pip install -q --upgrade "pip<24"
+	$(VENV1)/bin/pip install -q -r requirements-tf1.txt
+	$(VENV1)/bin/pip install -q --no-deps -e .
+	touch $@
+
+venv: $(VENV2)/.installed
+venv-tf1: $(VENV1)/.installed
+
+test: test-tf2 test-tf1
+
+test-tf2: $(VENV2)/.installed
+	$(VENV2)/bin/python -m pytest $(PYTEST_ARGS)
+
+test-tf1: $(VENV1)/.installed
+	$(VENV1)/bin/python -m pytest $(PYTEST_ARGS)
+
+train: $(VENV2)/.installed
+	$(VENV2)/bin/python -m crnn_multigpu.cli.main_job --out $(RUN) --towers $(TOWERS) --steps $(STEPS)
+
+benchmark: $(VENV2)/.installed
+	$(VENV2)/bin/python scripts/benchmark.py --quick
+
+clean:
+	rm -rf $(VENV2) $(VENV1) runs *.egg-info
