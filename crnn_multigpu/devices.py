@@ -78,6 +78,19 @@ def session_config(n_cpu_devices=1, allow_soft_placement=True, log_device_placem
     return config
 
 
+def host_device(device):
+    """The CPU of the machine (task) that runs ``device``: where its input pipeline belongs."""
+    spec = tf.DeviceSpec.from_string(device)
+    parts = []
+    if spec.job is not None:
+        parts.append("/job:%s" % spec.job)
+    if spec.replica is not None:
+        parts.append("/replica:%d" % spec.replica)
+    if spec.task is not None:
+        parts.append("/task:%d" % spec.task)
+    return "".join(parts) + "/cpu:0"
+
+
 def default_variable_device(tower_device_list):
     """The device that holds the one copy of the variables when none is chosen.
 
@@ -85,15 +98,7 @@ def default_variable_device(tower_device_list):
     the same bus); towers of a cluster keep them on the CPU of the first
     tower's task, so no worker needs a ``ps`` job.
     """
-    spec = tf.DeviceSpec.from_string(tower_device_list[0])
-    if spec.job is None:
-        return "/cpu:0"
-    parts = ["/job:%s" % spec.job]
-    if spec.replica is not None:
-        parts.append("/replica:%d" % spec.replica)
-    if spec.task is not None:
-        parts.append("/task:%d" % spec.task)
-    return "".join(parts) + "/cpu:0"
+    return host_device(tower_device_list[0])
 
 
 def tower_device_function(tower_device, variable_device):

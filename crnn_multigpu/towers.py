@@ -14,7 +14,7 @@ from contextlib import nullcontext
 
 from crnn_multigpu import gradients as grad_ops
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import (VARIABLE_OP_TYPES, default_variable_device,
+from crnn_multigpu.devices import (VARIABLE_OP_TYPES, default_variable_device, host_device,
                                    tower_device_function, tower_devices)
 from crnn_multigpu.sharding import batch_size as count_examples
 from crnn_multigpu.sharding import split_batch
@@ -46,13 +46,17 @@ class MultiGpuModel(object):
       clip_norm: clip the averaged gradients to this global norm (None: no clipping).
       check_finite: make ``objective`` fail, before any variable changes, when the
         loss or a gradient is NaN/Inf (the error message contains NONFINITE_MESSAGE).
+      input_fn: optional feed-free input: ``input_fn(tower_index, n_towers)`` returns the
+        tower's input tensors (e.g. from ``tf.data``), passed to the model as ``inputs=``.
+        Models use them as defaults of their placeholders, so ``feed_dict`` still works.
       **model_kwargs: passed to ``model_cls``.
     """
 
     model_cls = None
 
     def __init__(self, model_cls=None, n_gpus=None, optimizer=None, devices=None,
-                 variable_device=None, clip_norm=None, check_finite=True, **model_kwargs):
+                 variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
+                 **model_kwargs):
         model_cls = model_cls or type(self).model_cls
         if model_cls is None:
             raise TypeError("MultiGpuModel needs a model class: MultiGpuModel(MyModel, ...) or a "
@@ -62,6 +66,7 @@ class MultiGpuModel(object):
         self.variable_device = variable_device or default_variable_device(self.devices)
         with tf.device(self.variable_device):
             self.global_step = tf.train.get_or_create_global_step()
+        self.input_fn = input_fn
         self.models, self.variables, self.update_ops = self._build_towers(model_kwargs)
         with tf.name_scope("multi_gpu"), tf.device(self.variable_device):
             self.tower_weights = self._tower_weights()
@@ -113,6 +118,12 @@ class MultiGpuModel(object):
         return models, tower0_vars or tf.trainable_variables(), tower0_updates
 
     def _construct(self, index, model_kwargs):
+        if self.input_fn is not None:
+            # Decoding belongs on the tower's host CPU; the pipeline itself moves
+            # ready batches to the tower (prefetch_to_device).
+            with tf.device(host_device(self.devices[index])):
+                inputs = self.input_fn(index, self.n_towers)
+            model_kwargs = dict(model_kwargs, inputs=inputs)
         try:
             return self.model_cls(**model_kwargs)
         except ValueError as error:

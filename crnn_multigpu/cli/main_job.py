@@ -1,0 +1,120 @@
+"""The main job (`make train`): synthetic data, a CRNN trained on all towers, held-out evaluation.
+
+1. renders a training set with one part of the system fonts and a validation
+   set with the fonts held out from training (so the figure measures reading
+   unseen type faces, not memorised ones), both in parallel processes;
+2. trains the default CRNN with crnn-train on every GPU, or --towers virtual CPUs;
+3. evaluates the newest checkpoint on the validation set and writes a PNG of
+   sample predictions. Re-running continues an interrupted run.
+"""
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+
+from crnn_multigpu.cli.common import run_main, setup_logging
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="python -m crnn_multigpu.cli.main_job",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="runs/main", help="everything goes here (data/, run/)")
+    parser.add_argument("--train-count", type=int, default=40000)
+    parser.add_argument("--val-count", type=int, default=2000)
+    parser.add_argument("--towers", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=2500)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1),
+                        help="processes rendering the synthetic data")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--font-dir", action="append", help="extra font folder (repeatable)")
+    return parser
+
+
+def _render_part(job):
+    from crnn_multigpu.charset import Charset
+    from crnn_multigpu.datasets import SyntheticTextGenerator, write_dataset
+    out_dir, fonts, seed, start, count = job
+    generator = SyntheticTextGenerator(Charset.default(), fonts, seed=seed)
+    return write_dataset(out_dir, generator, count, start=start, progress=False)
+
+
+def render_parallel(out_dir, fonts, seed, count, workers):
+    """Render ``count`` samples in ``workers`` processes into one folder dataset."""
+    from crnn_multigpu.datasets.folder import read_labels, write_labels
+    if os.path.isfile(os.path.join(out_dir, "labels.txt")):
+        sys.stderr.write("using existing %s\n" % out_dir)
+        return
+    started = time.time()
+    sizes = [count // workers + (1 if i < count % workers else 0) for i in range(workers)]
+    starts = [sum(sizes[:i]) for i in range(workers)]
+    jobs = [(os.path.join(out_dir, "part%d" % i), fonts, seed, starts[i], sizes[i])
+            for i in range(workers) if sizes[i]]
+    with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
+        pool.map(_render_part, jobs)
+    entries = []
+    for job in jobs:
+        part = os.path.basename(job[0])
+        entries.extend((part + "/" + path, text)
+                       for path, text in read_labels(os.path.join(job[0], "labels.txt")))
+    write_labels(out_dir, entries)
+    seconds = time.time() - started
+    sys.stderr.write("rendered %d images into %s in %.0f s (%.0f images/s with %d processes)\n"
+                     % (count, out_dir, seconds, count / max(seconds, 1e-9), len(jobs)))
+
+
+def main_body(argv=None):
+    args = build_parser().parse_args(argv)
+    setup_logging()
+    from crnn_multigpu.charset import Charset
+    from crnn_multigpu.datasets import find_fonts, split_fonts
+    fonts = find_fonts(args.font_dir, chars=Charset.default().chars)
+    train_fonts, heldout_fonts = split_fonts(fonts, seed=args.seed)
+    sys.stderr.write("fonts: %d for training, %d held out for validation: %s\n" % (
+        len(train_fonts), len(heldout_fonts),
+        ", ".join(os.path.basename(f) for f in heldout_fonts)))
+    data_dir, run_dir = os.path.join(args.out, "data"), os.path.join(args.out, "run")
+    train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
+    render_parallel(train_dir, train_fonts, args.seed, args.train_count, args.workers)
+    render_parallel(val_dir, heldout_fonts, args.seed + 1000003, args.val_count, args.workers)
+
+    from crnn_multigpu.checkpoints import latest_checkpoint
+    from crnn_multigpu.cli import train
+    train_args = ["--train", train_dir, "--val", val_dir, "--out", run_dir,
+                  "--towers", str(args.towers), "--steps", str(args.steps),
+                  "--batch-size", str(args.batch_size), "--seed", str(args.seed),
+                  "--validate-every", "500", "--validate-max", "500"]
+    if latest_checkpoint(run_dir):
+        train_args.append("--resume")
+    started = time.time()
+    status = train.main_body(train_args)
+    if status:
+        return status
+    minutes = (time.time() - started) / 60.0
+
+    from crnn_multigpu.datasets import open_dataset
+    from crnn_multigpu.inference import Recognizer
+    from crnn_multigpu.picture import prediction_grid
+    recognizer = Recognizer(run_dir)
+    figures, examples = recognizer.evaluate(open_dataset(val_dir))
+    picture = prediction_grid([e[0] for e in examples], [e[1] for e in examples],
+                              [e[2] for e in examples], os.path.join(args.out, "predictions.png"))
+    figures.update(train_minutes=round(minutes, 1), towers=args.towers, steps=args.steps,
+                   picture=picture, checkpoint=recognizer.checkpoint)
+    sys.stderr.write("held-out-font validation: word accuracy %.2f %%, CER %.2f %% on %d images; "
+                     "training took %.1f min; sample predictions in %s\n"
+                     % (100 * figures["word_accuracy"], 100 * figures["cer"], figures["n"],
+                        minutes, picture))
+    print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
+def main(argv=None):
+    """Entry point of the main job."""
+    return run_main(main_body, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""crnn-train: train a CRNN on every visible GPU (or N virtual CPU towers) from a dataset.
+
+Argument parsing and wiring only: the graph comes from ``MultiGpuModel`` and
+``CRNN``, the loop from ``training.Trainer``, the data from ``datasets``.
+"""
+import argparse
+import json
+import logging
+import os
+import sys
+
+from crnn_multigpu.charset import Charset
+from crnn_multigpu.checkpoints import (ensure_writable, latest_checkpoint, load_config,
+                                       save_config)
+from crnn_multigpu.cli.common import run_main, setup_logging
+from crnn_multigpu.compat import tf
+from crnn_multigpu.crnn import CRNN
+from crnn_multigpu.datasets import make_batch, open_dataset
+from crnn_multigpu.datasets.steps import StepBatches
+from crnn_multigpu.devices import cpu_devices, session_config, visible_gpus
+from crnn_multigpu.inference import decode_rows
+from crnn_multigpu.metrics import text_metrics
+from crnn_multigpu.towers import MultiGpuModel
+from crnn_multigpu.training import Trainer
+
+log = logging.getLogger("crnn_multigpu.train")
+
+# "tiny" is for smoke tests and CI: it trains but will not read well.
+MODEL_SIZES = {"tiny": dict(channels=(8, 16, 32, 32, 32, 32, 32), lstm_units=32),
+               "small": CRNN.DEFAULTS, "paper": CRNN.PAPER}
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="crnn-train", description=__doc__.splitlines()[0])
+    parser.add_argument("--train", required=True, help="training set (folder with labels.txt, or LMDB)")
+    parser.add_argument("--val", help="validation set, evaluated every --validate-every steps and at the end")
+    parser.add_argument("--out", required=True, help="run directory: config.json, checkpoints/, logs/")
+    parser.add_argument("--charset", help="charset file, one character per line (default: 0-9a-z)")
+    parser.add_argument("--model", choices=sorted(MODEL_SIZES), default="small",
+                        help="small (fast on CPU, default), paper (Shi et al. 2015 widths), "
+                             "or tiny (smoke tests)")
+    parser.add_argument("--width", type=int, default=100,
+                        help="fixed image width (multiple of 4); 0 = keep aspect ratio, pad per batch")
+    parser.add_argument("--towers", type=int, default=None,
+                        help="towers: first N GPUs; without GPUs, N virtual CPU devices (default: "
+                             "all GPUs, or 1 CPU tower)")
+    parser.add_argument("--cluster", help="cluster JSON ({'worker': [...], 'ps': [...]}): towers on "
+                                          "every worker, this process is the chief client")
+    parser.add_argument("--steps", type=int, default=3000, help="train until this global step")
+    parser.add_argument("--stop-at", type=int, default=None,
+                        help="stop with a checkpoint at this global step, keeping the schedule of "
+                             "--steps (train in slices; continue later with --resume)")
+    parser.add_argument("--batch-size", type=int, default=32, help="global batch, split over towers")
+    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (decays x0.3 "
+                                                               "at 60%% and x0.1 at 85%% of --steps)")
+    parser.add_argument("--clip-norm", type=float, default=5.0, help="gradient clipping (0: off)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    parser.add_argument("--checkpoint-every", type=int, default=500)
+    parser.add_argument("--validate-every", type=int, default=500)
+    parser.add_argument("--validate-max", type=int, default=1000,
+                        help="validation images used during training (the final evaluation uses all)")
+    parser.add_argument("--log-every", type=int, default=50)
+    parser.add_argument("--on-nonfinite", choices=["stop", "skip"], default="stop",
+                        help="NaN/Inf loss: stop (default) or skip the batch")
+    parser.add_argument("--verbose", action="store_true")
+    return parser
+
+
+def resolve_devices(args):
+    """(tower devices, variable device, session target, n virtual CPUs) from the arguments."""
+    if args.cluster:
+        from crnn_multigpu import cluster
+        spec = cluster.load_cluster(args.cluster)
+        towers, variable_device = cluster.cluster_towers(spec)
+        return towers, variable_device, cluster.chief_target(spec), 1
+    if args.towers is not None and args.towers < 1:
+        raise ValueError("--towers must be at least 1, got %d" % args.towers)
+    gpus = visible_gpus()
+    if gpus:
+        count = args.towers or len(gpus)
+        if count > len(gpus):
+            raise ValueError("--towers %d but only %d GPU(s) are visible (%s)"
+                             % (count, len(gpus), ", ".join(gpus)))
+        return gpus[:count], None, "", 1
+    count = args.towers or 1
+    return cpu_devices(count), "/cpu:0", "", count
+
+
+def run_config(args, charset):
+    model = dict(MODEL_SIZES[args.model], num_classes=charset.num_classes)
+    model["channels"] = list(model["channels"])
+    return dict(model=model, charset="".join(charset.chars), image_width=args.width or None,
+                batch_size=args.batch_size, lr=args.lr, seed=args.seed, steps=args.steps,
+                train=os.path.abspath(args.train))
+
+
+def check_run_dir(args, config):
+    """Refuse to silently overwrite or mix runs: never lose work."""
+    ensure_writable(args.out)
+    existing = latest_checkpoint(args.out)
+    if existing and not args.resume:
+        raise ValueError("%s already holds checkpoints (newest %s); pass --resume to continue it "
+                         "or choose another --out" % (args.out, os.path.basename(existing)))
+    if args.resume and os.path.exists(os.path.join(args.out, "config.json")):
+        previous = load_config(args.out)
+        for key in ("model", "charset", "image_width"):
+            if previous.get(key) != config[key]:
+                raise ValueError("--resume: %s of %s differs from this command's (%s vs %s); use the "
+                                 "same settings or another --out" % (key, args.out,
+                                                                     previous.get(key), config[key]))
+    save_config(args.out, config)
+
+
+def make_validate(wrapper, dataset, charset, width, batch_size, limit):
+    """A callable (session, step) -> figures over the first ``limit`` validation images."""
+    indices = list(range(min(limit, len(dataset)))) if limit else list(range(len(dataset)))
+
+    def validate(session, step=None):
+        predictions, truths = [], []
+        for start in range(0, len(indices), batch_size):
+            samples = [dataset.safe_get(i) for i in indices[start:start + batch_size]]
+            samples = [s for s in samples if s is not None]
+            if len(samples) < wrapper.n_towers:
+                continue
+            batch = make_batch([s[0] for s in samples], [s[1] for s in samples], charset, width)
+            shards = wrapper.split(batch)
+            outputs = session.run(wrapper.predict, wrapper.feed_dict(shards, training=False))
+            for shard, ids in zip(shards, outputs):
+                predictions.extend(decode_rows(charset, ids))
+                truths.extend(shard.texts)
+        return text_metrics(predictions, truths)
+    return validate
+
+
+def main_body(argv=None):
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose)
+    charset = Charset.from_file(args.charset) if args.charset else Charset.default()
+    if args.width and args.width % CRNN.DOWNSAMPLE:
+        raise ValueError("--width must be a multiple of %d, got %d" % (CRNN.DOWNSAMPLE, args.width))
+    config = run_config(args, charset)
+    time_steps = CRNN.time_steps(args.width) if args.width else None
+    train_set = open_dataset(args.train, charset=charset, time_steps=time_steps)
+    val_set = open_dataset(args.val, charset=charset, time_steps=time_steps) if args.val else None
+    check_run_dir(args, config)
+    towers, variable_device, target, n_cpus = resolve_devices(args)
+    if args.batch_size < len(towers):
+        raise ValueError("--batch-size %d is smaller than the %d towers; every tower needs at least "
+                         "one example" % (args.batch_size, len(towers)))
+    tf.set_random_seed(args.seed)
+    steps = args.steps
+
+    def optimizer(global_step):
+        boundaries = [int(steps * 0.6), int(steps * 0.85)]
+        rate = tf.train.piecewise_constant(global_step, boundaries,
+                                           [args.lr, args.lr * 0.3, args.lr * 0.03])
+        return tf.train.AdamOptimizer(rate)
+
+    wrapper = MultiGpuModel(CRNN, devices=towers, variable_device=variable_device,
+                            optimizer=optimizer, clip_norm=args.clip_norm or None,
+                            **config["model"])
+    batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config["image_width"],
+                          seed=args.seed, min_batch=len(towers))
+    validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
+                             args.validate_max) if val_set else None
+    trainer = Trainer(wrapper, batches, args.out, checkpoint_every=args.checkpoint_every,
+                      log_every=args.log_every, validate_every=args.validate_every,
+                      validate=validate, on_nonfinite=args.on_nonfinite)
+    sys.stderr.write("training on %d tower(s): %s; %d training images, batch %d, %d steps\n"
+                     % (len(towers), ", ".join(towers), len(train_set), args.batch_size, steps))
+    with tf.Session(target, config=session_config(n_cpus)) as session:
+        final_step = trainer.train(session, min(steps, args.stop_at or steps), resume=args.resume)
+        if val_set is not None and final_step >= steps:
+            figures = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0)(session)
+            figures["step"] = final_step
+            sys.stderr.write("final validation: word accuracy %.4f, CER %.4f on %d images\n"
+                             % (figures["word_accuracy"], figures["cer"], figures["n"]))
+            print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
+def main(argv=None):
+    """Console entry point of crnn-train."""
+    return run_main(main_body, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""The batch of a global step: the data order follows from (seed, step) alone.
+
+Training asks for "the batch of step s", never "the next batch", so a run
+resumed from a checkpoint at step s sees exactly the data an uninterrupted
+run would have seen.
+"""
+import logging
+
+from crnn_multigpu.datasets.batching import batch_indices, make_batch
+
+LOG = logging.getLogger(__name__)
+
+
+class StepBatches(object):
+    """``batches(step) -> Batch`` over a dataset, reshuffled every epoch, remainder dropped.
+
+    Unreadable images (``dataset.safe_get`` returns None) are left out of their
+    batch, counted in ``skipped`` and the first few logged.
+    """
+
+    time_step_width = 4  # pixels per CTC time step of the CRNN conv stack
+
+    def __init__(self, dataset, charset, batch_size, fixed_width=None, seed=0, min_batch=1):
+        if len(dataset) < batch_size:
+            raise ValueError("the training set has %d usable samples, fewer than one batch of %d; "
+                             "generate more data or lower --batch-size" % (len(dataset), batch_size))
+        self.dataset, self.charset = dataset, charset
+        self.batch_size, self.fixed_width, self.seed = batch_size, fixed_width, seed
+        self.min_batch = min_batch
+        self.batches_per_epoch = len(dataset) // batch_size
+        self.skipped, self.too_long = set(), set()
+        self._cache = (None, None)
+
+    def _epoch_batches(self, epoch):
+        if self._cache[0] != epoch:
+            self._cache = (epoch, list(batch_indices(len(self.dataset), self.batch_size, True,
+                                                     self.seed, epoch, drop_remainder=True)))
+        return self._cache[1]
+
+    def __call__(self, step):
+        epoch, position = divmod(int(step), self.batches_per_epoch)
+        arrays, texts = [], []
+        for index in self._epoch_batches(epoch)[position]:
+            sample = self._get(int(index))
+            if sample is not None and not self._fits(index, sample):
+                continue
+            if sample is not None:
+                arrays.append(sample[0])
+                texts.append(sample[1])
+        if len(arrays) < self.min_batch:
+            raise ValueError("step %d: only %d readable images in the batch, need %d; the dataset "
+                             "has too many unreadable files (%d so far)"
+                             % (step, len(arrays), self.min_batch, len(self.skipped)))
+        return make_batch(arrays, texts, self.charset, self.fixed_width)
+
+    def _fits(self, index, sample):
+        """With varying widths, a label may need more CTC time steps than its image gives."""
+        if self.fixed_width:
+            return True  # checked for the whole set when it was loaded
+        available = -(-sample[0].shape[1] // self.time_step_width)
+        if self.charset.required_time_steps(sample[1]) <= available:
+            return True
+        if index not in self.too_long:
+            self.too_long.add(index)
+            if len(self.too_long) <= 5:
+                LOG.warning("skipping %r: its image is too narrow (%d px) for its label",
+                            sample[1], sample[0].shape[1])
+        return False
+
+    def _get(self, index):
+        if not hasattr(self.dataset, "safe_get"):
+            return self.dataset[index]
+        sample = self.dataset.safe_get(index)
+        if sample is None and index not in self.skipped:
+            self.skipped.add(index)
+            if len(self.skipped) <= 5:
+                LOG.warning("skipping unreadable image %s (%d so far)",
+                            getattr(self.dataset, "describe", str)(index), len(self.skipped))
+        return sample

@@ -1,0 +1,40 @@
+"""Text recognition figures: word accuracy, character error rate, normalized edit distance."""
+try:
+    from editdistance import eval as _edit_distance
+except ImportError:  # pure-Python fallback keeps evaluation working without the C extension
+    def _edit_distance(a, b):
+        previous = list(range(len(b) + 1))
+        for i, ca in enumerate(a, 1):
+            current = [i]
+            for j, cb in enumerate(b, 1):
+                current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+            previous = current
+        return previous[-1]
+
+
+def edit_distance(prediction, truth):
+    """Levenshtein distance between two strings."""
+    return int(_edit_distance(prediction, truth))
+
+
+def text_metrics(predictions, truths):
+    """Compare predicted and true strings.
+
+    Returns a dict: ``n``, ``word_accuracy`` (exact matches / n), ``cer`` (total
+    edit distance / total truth characters), ``mean_ned`` (mean over examples of
+    edit distance / max(len(truth), 1)).
+    """
+    predictions, truths = list(predictions), list(truths)
+    if len(predictions) != len(truths):
+        raise ValueError("%d predictions for %d ground-truth labels" % (len(predictions), len(truths)))
+    n = len(truths)
+    if n == 0:
+        return dict(n=0, word_accuracy=0.0, cer=0.0, mean_ned=0.0)
+    distances = [edit_distance(p, t) for p, t in zip(predictions, truths)]
+    characters = sum(len(t) for t in truths)
+    return dict(
+        n=n,
+        word_accuracy=sum(p == t for p, t in zip(predictions, truths)) / float(n),
+        cer=sum(distances) / float(max(characters, 1)),
+        mean_ned=sum(d / float(max(len(t), 1)) for d, t in zip(distances, truths)) / n,
+    )

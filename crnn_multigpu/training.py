@@ -1,0 +1,219 @@
+"""A thin training loop around a built MultiGpuModel.
+
+Graph building lives in ``towers``; this module only runs steps: it pulls the
+batch for each global step (so a resumed run sees the same data order), feeds
+the towers, reports progress, saves checkpoints, validates, and turns SIGINT /
+SIGTERM and non-finite losses into a clean stop that loses nothing.
+"""
+import logging
+import queue
+import signal
+import sys
+import threading
+import time
+
+from crnn_multigpu.checkpoints import CheckpointSaver
+from crnn_multigpu.compat import tf
+from crnn_multigpu.sharding import batch_size
+from crnn_multigpu.towers import NONFINITE_MESSAGE
+
+log = logging.getLogger(__name__)
+
+
+class NonFiniteLossError(RuntimeError):
+    """Raised when a step's loss or gradient is NaN/Inf and the policy is to stop."""
+    user_facing = True
+
+
+class Prefetcher(object):
+    """Computes ``batch_for_step(step)`` for the next steps in a background thread."""
+
+    def __init__(self, batch_for_step, first_step, depth=4):
+        self._queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, args=(batch_for_step, first_step),
+                                        daemon=True)
+        self._thread.start()
+
+    def _work(self, batch_for_step, step):
+        while not self._stop.is_set():
+            try:
+                item = (step, batch_for_step(step), None)
+            except Exception as error:  # handed to the consumer, which raises it
+                item = (step, None, error)
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if item[2] is not None:
+                return
+            step += 1
+
+    def get(self):
+        """The next (step, batch); re-raises an error of the producing thread."""
+        step, batch, error = self._queue.get()
+        if error is not None:
+            raise error
+        return step, batch
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+class StopRequested(object):
+    """Turns SIGINT/SIGTERM into a flag checked between steps (no half-applied step)."""
+
+    def __init__(self):
+        self.signal_name = None
+        self._previous = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.signal_name = signal.Signals(signum).name
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def __bool__(self):
+        return self.signal_name is not None
+
+
+class Trainer(object):
+    """Run ``wrapper.objective`` for a number of global steps with checkpoints and progress.
+
+    Args:
+      wrapper: a built ``MultiGpuModel``.
+      batch_for_step: ``f(step) -> batch`` (a whole batch; the trainer splits it per tower).
+      run_dir: where checkpoints (``checkpoints/``) and summaries (``logs/``) go.
+      checkpoint_every / log_every / validate_every: intervals in steps (0 disables).
+      validate: optional ``f(session, step) -> dict`` of validation figures.
+      on_nonfinite: 'stop' (raise NonFiniteLossError; variables untouched) or 'skip' the batch.
+      is_chief: only the chief writes checkpoints and summaries.
+    """
+
+    def __init__(self, wrapper, batch_for_step, run_dir, checkpoint_every=500, log_every=50,
+                 validate_every=0, validate=None, on_nonfinite="stop", is_chief=True,
+                 summary_every=100, stream=None):
+        if on_nonfinite not in ("stop", "skip"):
+            raise ValueError("on_nonfinite must be 'stop' or 'skip', got %r" % (on_nonfinite,))
+        self.wrapper = wrapper
+        self.batch_for_step = batch_for_step
+        self.run_dir = run_dir
+        self.checkpoint_every, self.log_every = checkpoint_every, log_every
+        self.validate_every, self.validate = validate_every, validate
+        self.on_nonfinite, self.is_chief = on_nonfinite, is_chief
+        self.summary_every = summary_every
+        self.stream = stream or sys.stderr
+        self.saver = CheckpointSaver(run_dir) if is_chief else None
+        self.writer = None
+        self.skipped_steps = []
+        # A skipped batch still advances the global step, which keys the data order.
+        self._skip_op = tf.assign_add(wrapper.global_step, 1) if on_nonfinite == "skip" else None
+        self.history = []  # (step, loss) of every step run, for tests and reports
+
+    def restore_or_initialize(self, session, resume):
+        """Initialise variables, then restore the latest checkpoint when resuming."""
+        session.run(tf.global_variables_initializer())
+        path = self.saver.restore_latest(session) if (resume and self.saver) else None
+        step = int(session.run(self.wrapper.global_step))
+        if path:
+            self._print("resumed from %s at step %d" % (path, step))
+        return step
+
+    def train(self, session, steps, resume=False):
+        """Train until the global step reaches ``steps``; returns the final global step."""
+        wrapper = self.wrapper
+        step = self.restore_or_initialize(session, resume)
+        if self.is_chief:
+            self.writer = tf.summary.FileWriter(self.run_dir + "/logs", session.graph)
+        fetches = {"train": wrapper.objective, "loss": wrapper.loss}
+        if wrapper.error is not None:
+            fetches["error"] = wrapper.error
+        prefetcher = Prefetcher(self.batch_for_step, step)
+        window_start, window_images, last = time.time(), 0, {}
+        try:
+            with StopRequested() as stop:
+                while step < steps and not stop:
+                    batch_step, batch = prefetcher.get()
+                    assert batch_step == step, "batch for step %d arrived at step %d" % (
+                        batch_step, step)
+                    feed = wrapper.feed_dict(wrapper.split(batch))
+                    want = dict(fetches)
+                    if self.writer is not None and self.summary_every and \
+                            step % self.summary_every == 0:
+                        want["summary"] = wrapper.summary_op
+                    if not self._run_step(session, want, feed, step, last):
+                        step += 1
+                        continue
+                    step += 1
+                    window_images += batch_size(batch)
+                    if self.writer is not None and "summary" in last:
+                        self.writer.add_summary(last.pop("summary"), step)
+                    if self.log_every and (step % self.log_every == 0 or step == steps):
+                        rate = window_images / max(time.time() - window_start, 1e-9)
+                        self._progress(step, steps, last, rate)
+                        window_start, window_images = time.time(), 0
+                    if self.saver and self.checkpoint_every and step % self.checkpoint_every == 0:
+                        self.saver.save(session, step)
+                    if self.validate and self.validate_every and step % self.validate_every == 0:
+                        self._validate(session, step)
+                if stop:
+                    self._print("%s received at step %d: checkpoint saved; continue with the same "
+                                "command plus --resume" % (stop.signal_name, step))
+        finally:
+            prefetcher.close()
+            if self.saver and step > 0:
+                self.saver.save(session, step)
+            if self.writer is not None:
+                self.writer.flush()
+        return step
+
+    def _run_step(self, session, fetches, feed, step, last):
+        try:
+            last.update(session.run(fetches, feed))
+            self.history.append((step, float(last["loss"])))
+            return True
+        except tf.errors.InvalidArgumentError as error:
+            if NONFINITE_MESSAGE not in str(error):
+                raise
+            if self.on_nonfinite == "stop":
+                raise NonFiniteLossError(
+                    "step %d: the loss or a gradient is NaN/Inf; no variable was changed and the "
+                    "last checkpoint is intact. Lower the learning rate, enable clipping, or "
+                    "check the data; --on-nonfinite skip skips such batches." % step)
+            session.run(self._skip_op)
+            self.skipped_steps.append(step)
+            log.warning("step %d: non-finite loss or gradient, batch skipped (%d so far)",
+                        step, len(self.skipped_steps))
+            return False
+
+    def _validate(self, session, step):
+        figures = self.validate(session, step)
+        self._print("validation at step %d: %s" % (step, ", ".join(
+            "%s %.4f" % (k, v) if isinstance(v, float) else "%s %s" % (k, v)
+            for k, v in sorted(figures.items()))))
+        if self.writer is not None:
+            values = [tf.Summary.Value(tag="validation/" + k, simple_value=float(v))
+                      for k, v in figures.items() if isinstance(v, (int, float))]
+            self.writer.add_summary(tf.Summary(value=values), step)
+
+    def _progress(self, step, steps, last, rate):
+        done = int(30 * step / max(steps, 1))
+        text = "[%s%s] step %d/%d  loss %.4f" % ("#" * done, "." * (30 - done), step, steps,
+                                                 last.get("loss", float("nan")))
+        if "error" in last:
+            text += "  error %.4f" % last["error"]
+        self._print(text + "  %.1f images/s" % rate)
+
+    def _print(self, text):
+        self.stream.write(text + "\n")
+        self.stream.flush()

@@ -1,0 +1,117 @@
+"""The training tools end to end on a tiny CRNN: train, resume, evaluate, predict, export."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from crnn_multigpu.charset import Charset
+from crnn_multigpu.checkpoints import latest_checkpoint
+from crnn_multigpu.cli import evaluate, export, predict, train
+from crnn_multigpu.compat import tf
+from crnn_multigpu.datasets import SyntheticTextGenerator, find_fonts, write_dataset, write_lmdb
+from crnn_multigpu.inference import Recognizer
+
+TINY = ["--model", "tiny", "--batch-size", "8", "--log-every", "5", "--validate-every", "0"]
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    """A 48-image folder dataset and the same images as LMDB."""
+    root = tmp_path_factory.mktemp("data")
+    generator = SyntheticTextGenerator(Charset.default(), find_fonts()[:3], max_len=5, seed=5)
+    write_dataset(str(root / "folder"), generator, 48, progress=False)
+    write_lmdb(str(root / "lmdb"), generator.iterate(0, 48))
+    return str(root / "folder"), str(root / "lmdb")
+
+
+def run_train(args):
+    graph = tf.Graph()
+    with graph.as_default():
+        return train.main(args)
+
+
+def variables_of(run_dir):
+    reader = tf.train.load_checkpoint(latest_checkpoint(run_dir))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def test_train_writes_checkpoints_and_loss_falls(datasets, tmp_path, capsys):
+    folder, _ = datasets
+    out = str(tmp_path / "run")
+    assert run_train(["--train", folder, "--val", folder, "--out", out, "--steps", "40",
+                      "--towers", "2", "--lr", "3e-3"] + TINY) == 0
+    captured = capsys.readouterr()
+    figures = json.loads(captured.out.strip().splitlines()[-1])
+    assert figures["n"] == 48 and 0.0 <= figures["word_accuracy"] <= 1.0
+    losses = [float(line.split("loss ")[1].split()[0]) for line in captured.err.splitlines()
+              if "] step " in line]
+    assert len(losses) == 8 and losses[-1] < 0.7 * losses[0], losses
+    assert variables_of(out)["global_step"] == 40
+    assert json.load(open(os.path.join(out, "config.json")))["model"]["lstm_units"] == 32
+
+
+def test_resume_continues_exactly(datasets, tmp_path):
+    folder, _ = datasets
+    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
+    common = ["--train", folder, "--towers", "1", "--checkpoint-every", "5"] + TINY
+    assert run_train(common + ["--out", straight, "--steps", "12"]) == 0
+    assert run_train(common + ["--out", resumed, "--steps", "12", "--stop-at", "6"]) == 0
+    assert run_train(common + ["--out", resumed, "--steps", "12"]) == 2, "must refuse to overwrite"
+    assert run_train(common + ["--out", resumed, "--steps", "12", "--resume"]) == 0
+    a, b = variables_of(straight), variables_of(resumed)
+    assert set(a) == set(b) and b["global_step"] == 12
+    for name in a:
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_lmdb_training_evaluate_predict_export(datasets, tmp_path, capsys):
+    folder, lmdb_dir = datasets
+    out = str(tmp_path / "run")
+    assert run_train(["--train", lmdb_dir, "--out", out, "--steps", "6", "--towers", "2"] + TINY) == 0
+    capsys.readouterr()
+
+    assert evaluate.main(["--checkpoint", out, "--data", lmdb_dir,
+                          "--picture", str(tmp_path / "eval.png")]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"word_accuracy", "cer", "n"} <= set(figures) and figures["n"] == 48
+    assert os.path.getsize(str(tmp_path / "eval.png")) > 0
+
+    images = [os.path.join(folder, "images", name)
+              for name in sorted(os.listdir(os.path.join(folder, "images")))[:3]]
+    assert predict.main(["--checkpoint", out, "--beam-width", "3"] + images) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split("\t")[0] for line in lines] == images
+
+    saved = str(tmp_path / "export")
+    assert export.main(["--checkpoint", out, "--out", saved]) == 0
+    recognizer = Recognizer(out)
+    texts, _, arrays = recognizer.recognize_files(images)
+    from crnn_multigpu.datasets import make_batch
+    batch = make_batch(arrays, None, recognizer.charset, recognizer.image_width)
+    graph = tf.Graph()
+    with graph.as_default(), tf.Session(graph=graph) as session:
+        meta = tf.saved_model.loader.load(session, [tf.saved_model.tag_constants.SERVING], saved)
+        signature = meta.signature_def["serving_default"]
+        ids = session.run(signature.outputs["predict"].name,
+                          {signature.inputs["images"].name: batch.images,
+                           signature.inputs["widths"].name: batch.widths})
+    exported = [recognizer.charset.decode([i for i in row if i >= 0]) for row in ids]
+    assert exported == texts
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--train", "/nonexistent"], "does not exist"),
+    (["--towers", "0"], "at least 1"),
+    (["--width", "102"], "multiple of 4"),
+    (["--batch-size", "1", "--towers", "2"], "smaller than the 2 towers"),
+])
+def test_train_bad_arguments(datasets, tmp_path, capsys, args, message):
+    folder, _ = datasets
+    base = {"--train": folder, "--out": str(tmp_path / "run"), "--steps": "2"}
+    for key, value in zip(args[::2], args[1::2]):
+        base[key] = value
+    argv = [item for pair in base.items() for item in pair] + ["--model", "tiny"]
+    assert run_train(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
