@@ -46,6 +46,8 @@ def build_parser():
                              "all GPUs, or 1 CPU tower)")
     parser.add_argument("--cluster", help="cluster JSON ({'worker': [...], 'ps': [...]}): towers on "
                                           "every worker, this process is the chief client")
+    parser.add_argument("--gpus-per-task", type=int, default=0,
+                        help="with --cluster: towers on each worker's first N GPUs (0: its CPU)")
     parser.add_argument("--steps", type=int, default=3000, help="train until this global step")
     parser.add_argument("--stop-at", type=int, default=None,
                         help="stop with a checkpoint at this global step, keeping the schedule of "
@@ -72,7 +74,7 @@ def resolve_devices(args):
     if args.cluster:
         from crnn_multigpu import cluster
         spec = cluster.load_cluster(args.cluster)
-        towers, variable_device = cluster.cluster_towers(spec)
+        towers, variable_device = cluster.cluster_towers(spec, gpus_per_task=args.gpus_per_task)
         return towers, variable_device, cluster.chief_target(spec), 1
     if args.towers is not None and args.towers < 1:
         raise ValueError("--towers must be at least 1, got %d" % args.towers)
@@ -136,6 +138,7 @@ def make_validate(wrapper, dataset, charset, width, batch_size, limit):
 def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
+    args.out = os.path.abspath(args.out)  # cluster servers resolve relative paths their own way
     charset = Charset.from_file(args.charset) if args.charset else Charset.default()
     if args.width and args.width % CRNN.DOWNSAMPLE:
         raise ValueError("--width must be a multiple of %d, got %d" % (CRNN.DOWNSAMPLE, args.width))
@@ -164,9 +167,12 @@ def main_body(argv=None):
                           seed=args.seed, min_batch=len(towers))
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
                              args.validate_max) if val_set else None
-    trainer = Trainer(wrapper, batches, args.out, checkpoint_every=args.checkpoint_every,
-                      log_every=args.log_every, validate_every=args.validate_every,
-                      validate=validate, on_nonfinite=args.on_nonfinite)
+    # On a cluster the Saver's file writes run where its ops are placed: pin them to
+    # worker 0 (the chief's machine) so checkpoints land in this --out on both TF stacks.
+    with tf.device("/job:worker/task:0/cpu:0" if args.cluster else None):
+        trainer = Trainer(wrapper, batches, args.out, checkpoint_every=args.checkpoint_every,
+                          log_every=args.log_every, validate_every=args.validate_every,
+                          validate=validate, on_nonfinite=args.on_nonfinite)
     sys.stderr.write("training on %d tower(s): %s; %d training images, batch %d, %d steps\n"
                      % (len(towers), ", ".join(towers), len(train_set), args.batch_size, steps))
     with tf.Session(target, config=session_config(n_cpus)) as session:

@@ -1,0 +1,1 @@
+"""Command-line entry points (crnn-generate, crnn-train, crnn-server, ...)."""

@@ -1,0 +1,339 @@
+"""The tower wrapper on TensorFlow's gRPC runtime: cluster files, servers, exact updates."""
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import toy_models as toys
+from crnn_multigpu import MultiGpuModel
+from crnn_multigpu.cli import server as server_cli
+from crnn_multigpu.cluster import (chief_target, cluster_towers, free_ports, is_chief,
+                                   load_cluster, start_server, task_from_env)
+from crnn_multigpu.compat import tf
+from crnn_multigpu.devices import session_config
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+START_TIMEOUT = 90  # seconds for a server process to import TensorFlow and listen
+STOP_TIMEOUT = 10
+LR = 0.1
+
+CLUSTER = {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"], "ps": ["127.0.0.1:2224"]}
+
+
+def write_json(path, value):
+    path.write_text(value if isinstance(value, str) else json.dumps(value))
+    return str(path)
+
+
+# -- load_cluster / task_from_env ------------------------------------------
+
+
+def test_load_cluster_from_file(tmp_path, monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    assert load_cluster(write_json(tmp_path / "c.json", CLUSTER)) == CLUSTER
+
+
+def test_load_cluster_accepts_tf_config_shaped_file(tmp_path):
+    path = write_json(tmp_path / "c.json", {"cluster": CLUSTER, "task": {"type": "ps", "index": 0}})
+    assert load_cluster(path) == CLUSTER
+
+
+def test_file_wins_over_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["other:1"]}}))
+    assert load_cluster(write_json(tmp_path / "c.json", CLUSTER)) == CLUSTER
+
+
+def test_load_cluster_and_task_from_tf_config(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": CLUSTER,
+                                                "task": {"type": "worker", "index": 1}}))
+    assert load_cluster() == CLUSTER
+    assert task_from_env() == ("worker", 1)
+
+
+def test_other_environment_variable(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    monkeypatch.setenv("MY_CLUSTER", json.dumps({"cluster": {"worker": ["h:1"]}}))
+    assert load_cluster(env_var="MY_CLUSTER") == {"worker": ["h:1"]}
+    assert task_from_env("MY_CLUSTER") is None
+
+
+def test_no_task_without_tf_config(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    assert task_from_env() is None
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("{not json", "not valid JSON"),
+    ([], "must be a JSON object"),
+    ({"ps": ["h:1"]}, "no 'worker' job"),
+    ({"worker": []}, "lists no task address"),
+    ({"worker": "h:1"}, "must list its task addresses"),
+    ({"worker": ["h"]}, "not of the form host:port"),
+    ({"worker": [":1"]}, "has no host"),
+    ({"worker": ["h:abc"]}, "port that is not an integer"),
+    ({"worker": ["h:70000"]}, "outside 1..65535"),
+    ({"worker": [2222]}, "not of the form host:port"),
+    ({"worker": ["h:1", "h:1"]}, "given to both /job:worker/task:0 and /job:worker/task:1"),
+])
+def test_bad_cluster_file_is_named_with_its_problem(tmp_path, content, problem):
+    path = write_json(tmp_path / "bad.json", content)
+    with pytest.raises(ValueError) as error:
+        load_cluster(path)
+    assert "bad.json" in str(error.value) and problem in str(error.value)
+
+
+def test_missing_cluster_file(tmp_path):
+    with pytest.raises(ValueError, match="missing.json.*cannot be read"):
+        load_cluster(str(tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("{oops", "TF_CONFIG is not valid JSON"),
+    ('["worker"]', "TF_CONFIG must hold a JSON object"),
+    ('{"task": {"type": "worker", "index": 0}}', 'TF_CONFIG has no "cluster" key'),
+    ('{"cluster": {"worker": ["h:x"]}}', "TF_CONFIG, /job:worker/task:0: address 'h:x'"),
+])
+def test_bad_tf_config_is_named_with_its_problem(monkeypatch, value, problem):
+    monkeypatch.setenv("TF_CONFIG", value)
+    with pytest.raises(ValueError) as error:
+        load_cluster()
+    assert problem in str(error.value)
+
+
+def test_bad_task_in_tf_config(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": CLUSTER, "task": {"type": "worker",
+                                                                            "index": -1}}))
+    with pytest.raises(ValueError, match="TF_CONFIG: task index"):
+        task_from_env()
+
+
+def test_no_cluster_at_all(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="no cluster given.*TF_CONFIG"):
+        load_cluster()
+
+
+# -- placement helpers -----------------------------------------------------
+
+
+def test_cluster_towers_with_ps():
+    towers, variables = cluster_towers(CLUSTER)
+    assert towers == ["/job:worker/task:0/cpu:0", "/job:worker/task:1/cpu:0"]
+    assert variables == "/job:ps/task:0/cpu:0"
+
+
+def test_cluster_towers_without_ps_and_with_gpus():
+    towers, variables = cluster_towers({"worker": CLUSTER["worker"]}, gpus_per_task=2)
+    assert towers == ["/job:worker/task:0/gpu:0", "/job:worker/task:0/gpu:1",
+                      "/job:worker/task:1/gpu:0", "/job:worker/task:1/gpu:1"]
+    assert variables == "/job:worker/task:0/cpu:0"
+    assert cluster_towers(tf.train.ClusterSpec(CLUSTER))[1] == "/job:ps/task:0/cpu:0"
+
+
+def test_chief():
+    assert chief_target(CLUSTER) == "grpc://127.0.0.1:2222"
+    assert is_chief("worker", 0)
+    assert not is_chief("worker", 1) and not is_chief("ps", 0)
+
+
+def test_free_ports_are_distinct():
+    ports = free_ports(5)
+    assert len(set(ports)) == 5 and all(0 < p < 65536 for p in ports)
+
+
+@pytest.mark.parametrize("job, task, problem", [("chief", 0, "no job 'chief'"),
+                                                ("worker", 2, "tasks 0..1, not 2")])
+def test_start_server_refuses_unknown_task(job, task, problem):
+    with pytest.raises(ValueError, match=problem):
+        start_server(CLUSTER, job, task)
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (["--task", "x"], "argument --task: invalid int value"),
+    (["--cluster", "{cluster}", "--job", "worker", "--task", "3"], "job 'worker' has tasks 0..1"),
+    (["--cluster", "{cluster}", "--job", "ps"], "no task given"),
+])
+def test_server_cli_argument_errors(tmp_path, monkeypatch, capsys, argv, problem):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    path = write_json(tmp_path / "c.json", CLUSTER)
+    argv = [a.replace("{cluster}", path) for a in argv]
+    try:
+        code = server_cli.main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and problem in err
+
+
+def server_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in [env.get("PYTHONPATH")] if p])
+    env.pop("TF_CONFIG", None)
+    return env
+
+
+def test_server_with_bad_cluster_file_exits_2_with_one_line(tmp_path):
+    path = write_json(tmp_path / "bad.json", {"worker": ["127.0.0.1:notaport"]})
+    done = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.server", "--cluster", path,
+                           "--job", "worker", "--task", "0"], cwd=str(tmp_path), env=server_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert "bad.json" in err and "not an integer" in err
+    assert "Traceback" not in err and done.stdout == b""
+
+
+# -- the real thing: servers in other processes -----------------------------
+
+
+class Servers(object):
+    """``crnn-server`` processes of one cluster, with their logs in files."""
+
+    def __init__(self, tmp_path, cluster):
+        self.cluster, self.tmp_path = cluster, tmp_path
+        self.cluster_file = write_json(tmp_path / "cluster.json", cluster)
+        self.procs = []  # (name, Popen, stdout path, stderr path)
+
+    def start(self, job, task):
+        name = "%s%d" % (job, task)
+        out, err = self.tmp_path / (name + ".out"), self.tmp_path / (name + ".err")
+        with open(str(out), "wb") as stdout, open(str(err), "wb") as stderr:
+            proc = subprocess.Popen([sys.executable, "-m", "crnn_multigpu.cli.server", "--cluster",
+                                     self.cluster_file, "--job", job, "--task", str(task)],
+                                    cwd=str(self.tmp_path), env=server_env(),
+                                    stdout=stdout, stderr=stderr)
+        self.procs.append((name, proc, out, err))
+
+    def logs(self):
+        parts = []
+        for name, proc, out, err in self.procs:
+            for path in (out, err):
+                text = path.read_text() if path.exists() else ""
+                parts.append("---- %s (exit %s) %s ----\n%s" % (name, proc.poll(), path.name,
+                                                                 text[-4000:]))
+        return "\n".join(parts)
+
+    def wait_until_serving(self, timeout=START_TIMEOUT):
+        deadline = time.time() + timeout
+        waiting = list(self.procs)
+        while waiting:
+            name, proc, out, _ = waiting[0]
+            if out.exists() and "serving /job:" in out.read_text():
+                waiting.pop(0)
+            elif proc.poll() is not None:
+                pytest.fail("server %s exited with %s before serving\n%s"
+                            % (name, proc.returncode, self.logs()))
+            elif time.time() > deadline:
+                pytest.fail("server %s was not serving after %ds\n%s" % (name, timeout, self.logs()))
+            else:
+                time.sleep(0.1)
+
+    def stop(self):
+        """SIGTERM every server; return their exit codes (killing any that hang)."""
+        for _, proc, _, _ in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        codes = []
+        for _, proc, _, _ in self.procs:
+            try:
+                codes.append(proc.wait(timeout=STOP_TIMEOUT))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes.append(proc.wait(timeout=STOP_TIMEOUT))
+        return codes
+
+    @contextlib.contextmanager
+    def logs_on_failure(self):
+        try:
+            yield
+        except BaseException:
+            print(self.logs())
+            raise
+
+
+@pytest.fixture
+def local_cluster(tmp_path):
+    """2 workers and 1 ps on fresh 127.0.0.1 ports, always stopped at the end."""
+    ports = free_ports(3)
+    cluster = {"worker": ["127.0.0.1:%d" % ports[0], "127.0.0.1:%d" % ports[1]],
+               "ps": ["127.0.0.1:%d" % ports[2]]}
+    servers = Servers(tmp_path, cluster)
+    try:
+        for job, task in (("ps", 0), ("worker", 0), ("worker", 1)):
+            servers.start(job, task)
+        servers.wait_until_serving()
+        yield servers
+    finally:
+        servers.stop()
+
+
+def plain_training(batches):
+    """The plain model, SGD on each whole batch, in a local session of its own graph."""
+    graph = tf.Graph()
+    with graph.as_default():
+        model = toys.Linear()
+        step = tf.train.GradientDescentOptimizer(LR).minimize(model.loss)
+        with tf.Session(graph=graph, config=session_config(1)) as session:
+            session.run(tf.global_variables_initializer())
+            for batch in batches:
+                session.run(step, model.feed_dict(batch))
+            return {v.op.name: session.run(v) for v in tf.global_variables()}
+
+
+def task_of(device):
+    spec = tf.DeviceSpec.from_string(device)
+    return "/job:%s/task:%s" % (spec.job, spec.task)
+
+
+def test_towers_on_two_workers_update_exactly_like_one_process(local_cluster):
+    batches = [toys.make_batch(8, seed=s) for s in (1, 2, 3)]
+    expected = plain_training(batches)
+
+    with local_cluster.logs_on_failure():
+        towers, variable_device = cluster_towers(local_cluster.cluster)
+        wrapper = MultiGpuModel(toys.Linear, devices=towers, variable_device=variable_device,
+                                optimizer=tf.train.GradientDescentOptimizer(LR))
+
+        # Placement in the graph: one tower per worker, the variables on the ps.
+        for index, model in enumerate(wrapper.models):
+            forward = [model.predict, model.loss, model.error, model.log_prob]
+            assert [task_of(t.op.device) for t in forward] == ["/job:worker/task:%d" % index] * 4
+        for variable in tf.global_variables():
+            assert task_of(variable.device) == "/job:ps/task:0", (variable.op.name, variable.device)
+        gradient_tasks = set(task_of(op.device) for op in tf.get_default_graph().get_operations()
+                             if "gradients" in op.name and op.device.startswith("/job:worker"))
+        assert gradient_tasks == {"/job:worker/task:0", "/job:worker/task:1"}
+
+        session = tf.Session(chief_target(local_cluster.cluster), config=session_config(1))
+        try:
+            session.run(tf.global_variables_initializer())
+            options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+            metadata = tf.RunMetadata()
+            for step, batch in enumerate(batches):
+                feed = wrapper.feed_dict(wrapper.split(batch))
+                if step == 0:
+                    session.run(wrapper.objective, feed, options=options, run_metadata=metadata)
+                else:
+                    session.run(wrapper.objective, feed)
+            got = {v.op.name: session.run(v) for v in tf.global_variables()}
+        finally:
+            session.close()
+
+        for name in ("w", "b"):
+            np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6)
+        assert got["global_step"] == len(batches)
+
+        # Placement at run time: kernels really ran in all three processes.
+        ran_on = set(task_of(stats.device) for stats in metadata.step_stats.dev_stats
+                     if stats.node_stats and stats.device.startswith("/job:"))
+        assert {"/job:worker/task:0", "/job:worker/task:1", "/job:ps/task:0"} <= ran_on, ran_on
+
+        assert local_cluster.stop() == [0, 0, 0], "servers did not exit cleanly on SIGTERM"
