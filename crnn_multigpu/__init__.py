@@ -1,12 +1,33 @@
 """crnn_multigpu: train a single-device TensorFlow graph-mode model on many devices.
 
-Public names: ``MultiGpuModel`` (the tower wrapper) and the device helpers.
-The OCR model and data tools live in ``crnn_multigpu.crnn``,
-``crnn_multigpu.charset`` and ``crnn_multigpu.datasets``.
+Public names: ``MultiGpuModel`` (the tower wrapper), ``CRNN``, ``Charset`` and the
+device helpers. They are imported on first use, so tools that need no TensorFlow
+(``crnn-generate``) start without loading it.
 """
-from crnn_multigpu.devices import (cluster_devices, cpu_devices, session_config,  # noqa: F401
-                                   tower_devices, visible_gpus)
-from crnn_multigpu.sharding import split_batch  # noqa: F401
-from crnn_multigpu.towers import MultiGpuModel  # noqa: F401
+import importlib
 
 __version__ = "0.1.0"
+
+_PUBLIC = {
+    "MultiGpuModel": "crnn_multigpu.towers",
+    "CRNN": "crnn_multigpu.crnn",
+    "Charset": "crnn_multigpu.charset",
+    "cluster_devices": "crnn_multigpu.devices",
+    "cpu_devices": "crnn_multigpu.devices",
+    "session_config": "crnn_multigpu.devices",
+    "tower_devices": "crnn_multigpu.devices",
+    "visible_gpus": "crnn_multigpu.devices",
+    "split_batch": "crnn_multigpu.sharding",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError("module 'crnn_multigpu' has no attribute %r" % name)
+
+
+def __dir__():
+    return __all__ + ["__version__"]

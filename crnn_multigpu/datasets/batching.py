@@ -1,0 +1,226 @@
+"""Padding samples into batches, epoch ordering, and background prefetching."""
+import collections
+import logging
+import queue
+import threading
+
+import numpy as np
+
+from crnn_multigpu.datasets.images import fit_width
+
+LOG = logging.getLogger(__name__)
+
+Batch = collections.namedtuple("Batch", ["images", "widths", "labels", "label_lengths", "texts"])
+Batch.__doc__ = """One padded batch.
+
+images: float32 [B, H, W, 1] in [0, 1], light text on dark, zero-padded on the right.
+widths: int32 [B], valid pixel width of each image before padding.
+labels: int32 [B, L] class ids, 0 beyond label_lengths (L >= 1 even if every label is empty).
+label_lengths: int32 [B].
+texts: list of str, the ground truth ('' when unknown, e.g. for prediction).
+"""
+
+
+def _round_up(value, multiple):
+    return ((value + multiple - 1) // multiple) * multiple
+
+
+def make_batch(arrays, texts, charset, fixed_width=None, width_multiple=4):
+    """Stack ``[H, w]`` arrays from ``load_image`` and their texts into a :class:`Batch`.
+
+    With ``fixed_width`` every image is squeezed or padded to exactly that
+    width. Otherwise images are padded to the widest one, rounded up to a
+    multiple of ``width_multiple`` so the conv stack divides it evenly.
+    ``texts`` may be None (prediction): labels are then empty.
+    """
+    if not arrays:
+        raise ValueError("make_batch needs at least one image")
+    heights = set(array.shape[0] for array in arrays)
+    if len(heights) != 1:
+        raise ValueError("images in a batch must share one height, got %s" % sorted(heights))
+    height = heights.pop()
+    if texts is None:
+        texts = [""] * len(arrays)
+    if len(texts) != len(arrays):
+        raise ValueError("make_batch got %d images but %d texts" % (len(arrays), len(texts)))
+
+    if fixed_width:
+        widths = [min(array.shape[1], fixed_width) for array in arrays]
+        arrays = [fit_width(array, fixed_width) for array in arrays]
+        padded_width = fixed_width
+    else:
+        widths = [array.shape[1] for array in arrays]
+        padded_width = _round_up(max(widths), max(1, width_multiple))
+
+    images = np.zeros((len(arrays), height, padded_width, 1), dtype=np.float32)
+    for row, array in enumerate(arrays):
+        images[row, :, :array.shape[1], 0] = array
+
+    encoded = [charset.encode(text) for text in texts]
+    label_lengths = np.array([len(ids) for ids in encoded], dtype=np.int32)
+    labels = np.zeros((len(arrays), max(1, int(label_lengths.max()))), dtype=np.int32)
+    for row, ids in enumerate(encoded):
+        labels[row, :len(ids)] = ids
+    return Batch(images, np.array(widths, dtype=np.int32), labels, label_lengths, list(texts))
+
+
+def epoch_order(count, shuffle, seed=0, epoch=0):
+    """Indices ``0 .. count-1`` in the order used for ``epoch``.
+
+    The permutation depends only on ``(seed, epoch)``, so a restarted run
+    sees the same order and every epoch visits every index exactly once.
+    """
+    if not shuffle:
+        return np.arange(count)
+    return np.random.RandomState([seed % 2 ** 32, epoch % 2 ** 32]).permutation(count)
+
+
+def batch_indices(count, batch_size, shuffle, seed=0, epoch=0, drop_remainder=False):
+    """Split :func:`epoch_order` into lists of at most ``batch_size`` indices."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1, got %d" % batch_size)
+    order = [int(i) for i in epoch_order(count, shuffle, seed, epoch)]
+    batches = [order[start:start + batch_size] for start in range(0, count, batch_size)]
+    if drop_remainder and batches and len(batches[-1]) < batch_size:
+        batches.pop()
+    return batches
+
+
+class BatchLoader(object):
+    """Turns a dataset into :class:`Batch` objects, decoded ahead on a background thread.
+
+    ``dataset`` needs ``len()`` and ``dataset[i] -> (array, text)``. If it
+    also has ``safe_get(i)`` (returning None for unreadable images), those
+    samples are skipped, recorded in :attr:`skipped` and the first few
+    logged; the next readable samples fill their place so batches stay full.
+    """
+
+    def __init__(self, dataset, charset, batch_size, fixed_width=None, width_multiple=4,
+                 shuffle=True, seed=0, drop_remainder=False, prefetch=4, log_first_skipped=5):
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1, got %d" % batch_size)
+        self.dataset = dataset
+        self.charset = charset
+        self.batch_size = batch_size
+        self.fixed_width = fixed_width
+        self.width_multiple = width_multiple
+        self.shuffle = shuffle
+        self.seed = seed
+        self.drop_remainder = drop_remainder
+        self.prefetch = prefetch
+        self.log_first_skipped = log_first_skipped
+        self.skipped = []
+
+    def __len__(self):
+        """Batches per epoch, assuming every image is readable."""
+        count = len(self.dataset)
+        if self.drop_remainder:
+            return count // self.batch_size
+        return (count + self.batch_size - 1) // self.batch_size
+
+    def _sample(self, index):
+        if not hasattr(self.dataset, "safe_get"):
+            return self.dataset[index]
+        sample = self.dataset.safe_get(index)
+        if sample is None:
+            self.skipped.append(index)
+            if len(self.skipped) <= self.log_first_skipped:
+                LOG.warning("skipping unreadable sample %d (%d skipped so far)",
+                            index, len(self.skipped))
+        return sample
+
+    def _batches(self, epoch):
+        arrays, texts = [], []
+        for index in epoch_order(len(self.dataset), self.shuffle, self.seed, epoch):
+            sample = self._sample(int(index))
+            if sample is None:
+                continue
+            arrays.append(sample[0])
+            texts.append(sample[1])
+            if len(arrays) == self.batch_size:
+                yield make_batch(arrays, texts, self.charset, self.fixed_width,
+                                 self.width_multiple)
+                arrays, texts = [], []
+        if arrays and not self.drop_remainder:
+            yield make_batch(arrays, texts, self.charset, self.fixed_width, self.width_multiple)
+
+    def epoch(self, epoch=0):
+        """Iterate over one epoch's batches (order fixed by ``seed`` and ``epoch``)."""
+        if self.prefetch and self.prefetch > 0:
+            return prefetch(self._batches(epoch), self.prefetch)
+        return self._batches(epoch)
+
+    def forever(self, start_epoch=0):
+        """Endless batches, epoch after epoch."""
+        epoch = start_epoch
+        while True:
+            produced = False
+            for batch in self.epoch(epoch):
+                produced = True
+                yield batch
+            if not produced:
+                raise ValueError("the dataset yields no batch: it has %d samples, %d unreadable, "
+                                 "batch_size %d" % (len(self.dataset), len(self.skipped),
+                                                    self.batch_size))
+            epoch += 1
+
+    def __iter__(self):
+        return self.epoch(0)
+
+
+def iterate_batches(samples, charset, batch_size, shuffle=False, seed=0, epoch=0,
+                    fixed_width=None, width_multiple=4, drop_remainder=False):
+    """One epoch of :class:`Batch` objects from ``samples``, computed in this thread."""
+    loader = BatchLoader(samples, charset, batch_size, fixed_width=fixed_width,
+                         width_multiple=width_multiple, shuffle=shuffle, seed=seed,
+                         drop_remainder=drop_remainder, prefetch=0)
+    return loader.epoch(epoch)
+
+
+_ITEM, _DONE, _FAILED = "item", "done", "failed"
+
+
+def prefetch(iterable, depth=4):
+    """Yield the items of ``iterable``, computed ahead on a daemon thread.
+
+    At most ``depth`` items wait in the queue. An exception in the producer is
+    re-raised in the consumer. The thread starts on the first ``next()``;
+    closing the generator (or dropping it) stops the thread after its current
+    item.
+    """
+    items = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
+
+    def put(message):
+        while not stop.is_set():
+            try:
+                items.put(message, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce():
+        try:
+            for item in iterable:
+                if not put((_ITEM, item)):
+                    return
+            put((_DONE, None))
+        except BaseException as error:  # handed to the consumer, which re-raises it
+            put((_FAILED, error))
+
+    worker = threading.Thread(target=produce, name="crnn-batch-prefetch")
+    # A daemon thread cannot keep the interpreter alive if the consumer is leaked.
+    worker.daemon = True
+    worker.start()
+    try:
+        while True:
+            kind, payload = items.get()
+            if kind == _DONE:
+                return
+            if kind == _FAILED:
+                raise payload
+            yield payload
+    finally:
+        stop.set()
+        worker.join(timeout=30)

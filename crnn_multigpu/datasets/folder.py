@@ -1,0 +1,190 @@
+"""Folder datasets: image files plus a ``labels.txt`` index.
+
+``labels.txt`` is UTF-8 with one sample per line::
+
+    images/000000001.png<TAB>hello world
+
+The path is relative to the folder; the text is everything after the first
+TAB (it may contain spaces). Blank lines are skipped.
+"""
+import io
+import logging
+import os
+import sys
+import time
+
+from crnn_multigpu.charset import describe_rejections, filter_labels
+from crnn_multigpu.datasets.images import load_image
+
+LOG = logging.getLogger(__name__)
+LABELS_FILE = "labels.txt"
+_GOOD_LINE = "a good line looks like 'images/000000001.png<TAB>hello'"
+
+
+def format_label_line(relative_path, text):
+    """One ``labels.txt`` line (with newline); rejects paths/texts that would not read back."""
+    if not relative_path or any(c in relative_path for c in "\t\r\n"):
+        raise ValueError("image path %r must be non-empty without TAB or newline" % relative_path)
+    if "\n" in text or "\r" in text:
+        raise ValueError("label %r must not contain a newline" % text)
+    return "%s\t%s\n" % (relative_path, text)
+
+
+def read_labels(labels_path):
+    """Parse ``labels.txt`` into a list of ``(relative_path, text)``.
+
+    Raises ValueError naming the file and line number of a malformed line.
+    """
+    entries = []
+    with io.open(labels_path, "r", encoding="utf-8-sig", newline="") as handle:
+        for line_number, line in enumerate(handle, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            if "\t" not in line:
+                raise ValueError("%s line %d: no TAB between image path and text in %r; %s"
+                                 % (labels_path, line_number, line[:80], _GOOD_LINE))
+            path, text = line.split("\t", 1)
+            if not path.strip():
+                raise ValueError("%s line %d: empty image path before the TAB; %s"
+                                 % (labels_path, line_number, _GOOD_LINE))
+            entries.append((path, text))
+    return entries
+
+
+def write_labels(root, entries):
+    """Write ``(relative_path, text)`` pairs to ``root/labels.txt``; returns its path."""
+    if not os.path.isdir(root):
+        os.makedirs(root)
+    labels_path = os.path.join(root, LABELS_FILE)
+    with io.open(labels_path, "w", encoding="utf-8", newline="\n") as handle:
+        for relative_path, text in entries:
+            handle.write(format_label_line(relative_path, text))
+    return labels_path
+
+
+class LabelledImageDataset(object):
+    """Shared behaviour of the on-disk datasets.
+
+    Subclasses set ``self.texts`` (one per sample) and implement
+    ``_read(i) -> array`` and ``describe(i) -> str``. Samples whose label
+    fails ``charset.check_label`` are dropped at load: ``rejected`` maps the
+    reason to the dropped texts. ``safe_get`` returns None for an unreadable
+    image and records it in ``unreadable``.
+    """
+
+    height = 32
+    texts = ()
+
+    def _drop_unusable_labels(self, items, texts, charset, time_steps, source):
+        """Return the items whose texts pass the filter, logging a summary of the rest."""
+        self.rejected = {}
+        self.unreadable = []
+        if charset is None:
+            return list(items), list(texts)
+        kept, self.rejected = filter_labels(texts, charset, time_steps)
+        if self.rejected:
+            LOG.warning("%s: %s", source, describe_rejections(self.rejected, len(texts)))
+        return [items[i] for i in kept], [texts[i] for i in kept]
+
+    def __len__(self):
+        return len(self.texts)
+
+    def __getitem__(self, index):
+        """``(image array [height, w], text)``; raises ValueError on an unreadable image."""
+        if not -len(self) <= index < len(self):
+            raise IndexError("sample %d out of range for %d samples" % (index, len(self)))
+        return self._read(index), self.texts[index]
+
+    def safe_get(self, index):
+        """Like ``ds[index]`` but returns None (and records it) when the image is unreadable."""
+        try:
+            return self[index]
+        except ValueError as error:
+            self.unreadable.append(self.describe(index))
+            LOG.debug("%s", error)
+            return None
+
+    def _read(self, index):
+        raise NotImplementedError
+
+    def describe(self, index):
+        raise NotImplementedError
+
+
+class FolderDataset(LabelledImageDataset):
+    """A folder with ``labels.txt`` and image files.
+
+    Args:
+      root: the folder.
+      charset, time_steps: when given, labels that ``charset.check_label``
+        rejects are dropped (see ``rejected``).
+      height: images are normalised to this height by ``load_image``.
+    """
+
+    def __init__(self, root, charset=None, time_steps=None, height=32):
+        if not os.path.isdir(root):
+            raise FileNotFoundError("dataset folder %s does not exist" % root)
+        labels_path = os.path.join(root, LABELS_FILE)
+        if not os.path.isfile(labels_path):
+            raise FileNotFoundError("%s has no %s: a folder dataset needs one line per image, %s "
+                                    "(crnn-generate writes such folders)"
+                                    % (root, LABELS_FILE, _GOOD_LINE))
+        entries = read_labels(labels_path)
+        if not entries:
+            raise ValueError("%s lists no samples; %s" % (labels_path, _GOOD_LINE))
+        self.root = root
+        self.height = height
+        paths = [path for path, _ in entries]
+        self.paths, self.texts = self._drop_unusable_labels(
+            paths, [text for _, text in entries], charset, time_steps, labels_path)
+
+    def image_path(self, index):
+        """Absolute-or-root-relative file path of sample ``index``."""
+        return os.path.join(self.root, self.paths[index])
+
+    def describe(self, index):
+        return self.image_path(index)
+
+    def _read(self, index):
+        return load_image(self.image_path(index), self.height)
+
+
+def with_progress(items, total, every=1000, stream=None, what="images"):
+    """Yield ``items``, printing ``done/total`` and the rate to stderr every ``every`` items."""
+    stream = sys.stderr if stream is None else stream
+    started = time.time()
+    done = 0
+    for item in items:
+        yield item
+        done += 1
+        if every and (done % every == 0 or done == total):
+            rate = done / max(time.time() - started, 1e-9)
+            stream.write("%d/%d %s, %.0f %s/s\n" % (done, total, what, rate, what))
+            stream.flush()
+
+
+def write_dataset(out_dir, generator, count, start=0, progress=True, every=1000):
+    """Render ``count`` samples of ``generator`` (a ``SyntheticTextGenerator``) into ``out_dir``.
+
+    Writes ``images/000000123.png`` (named by sample index), ``labels.txt``
+    (renamed into place only when complete) and ``charset.txt``. Returns a
+    dict with ``count``, ``seconds`` and ``images_per_second``.
+    """
+    image_dir = os.path.join(out_dir, "images")
+    if not os.path.isdir(image_dir):
+        os.makedirs(image_dir)
+    started = time.time()
+    partial = os.path.join(out_dir, LABELS_FILE + ".partial")
+    samples = generator.iterate(start, count)
+    if progress:
+        samples = with_progress(samples, count, every)
+    with open(partial, "w", encoding="utf-8", newline="\n") as labels:
+        for index, (image, text) in enumerate(samples, start):
+            relative = "images/%09d.png" % index
+            image.save(os.path.join(out_dir, relative), compress_level=1)
+            labels.write(format_label_line(relative, text))
+    os.replace(partial, os.path.join(out_dir, LABELS_FILE))
+    generator.charset.to_file(os.path.join(out_dir, "charset.txt"))
+    seconds = time.time() - started
+    return {"count": count, "seconds": seconds, "images_per_second": count / max(seconds, 1e-9)}

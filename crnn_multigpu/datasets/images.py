@@ -1,0 +1,162 @@
+"""Image normalisation shared by training, evaluation and prediction.
+
+Every image the model sees goes through :func:`load_image`, so a model trained
+on synthetic PNGs sees real photos, scans and LMDB crops the same way:
+
+* any Pillow mode becomes one grayscale channel (transparent pixels are laid
+  on a background that contrasts with the opaque content);
+* the image is resized to a fixed height keeping its aspect ratio;
+* polarity is made LIGHT TEXT ON DARK BACKGROUND, so zero padding on the right
+  looks like more background. Rule: the background is taken to be the median
+  of the border pixels; text is whatever differs from it, so it drags the
+  image mean away from the background. If the mean is darker than the border
+  median, the background is light and the image is inverted;
+* contrast is stretched so the background sits near 0 and the strokes near 1
+  (the 2nd percentile maps to 0, the maximum to 1).
+"""
+import io
+import os
+
+import numpy as np
+from PIL import Image
+
+_RESAMPLING = getattr(Image, "Resampling", Image)
+_EIGHT_BIT_MODES = ("L", "P", "RGB", "RGBA", "LA", "1", "CMYK", "YCbCr", "RGBX", "PA", "La", "RGBa")
+# Below this spread (in [0, 1] units) an image is flat: stretching would only
+# amplify noise or quantisation steps.
+_MIN_CONTRAST = 2.0 / 255.0
+
+
+def _describe(source):
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return "<%d bytes in memory>" % len(source)
+    return str(source)
+
+
+def _open(source):
+    """Return a fully decoded PIL image, or raise ValueError naming the source."""
+    try:
+        if isinstance(source, Image.Image):
+            image = source
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            image = Image.open(io.BytesIO(bytes(source)))
+        else:
+            image = Image.open(os.fspath(source))
+        # Image.open only parses the header; truncated pixel data surfaces here.
+        image.load()
+        return image
+    except (OSError, SyntaxError, ValueError, EOFError) as error:
+        # UnidentifiedImageError and "image file is truncated" are OSErrors;
+        # some plugins raise SyntaxError/ValueError on garbage headers.
+        raise ValueError("cannot read image %s: %s" % (_describe(source), error))
+
+
+def _flatten_alpha(luminance, alpha):
+    """Lay semi-transparent pixels on a background that contrasts with the content.
+
+    Text with an alpha channel is often drawn in a single colour on fully
+    transparent pixels whose colour is arbitrary; a fixed white or black
+    backdrop would erase either dark or light text.
+    """
+    if alpha.min() >= 1.0:
+        return luminance
+    weight = alpha.sum()
+    if weight <= 0:
+        return np.zeros_like(luminance)
+    content_mean = float((luminance * alpha).sum() / weight)
+    backdrop = 1.0 if content_mean < 0.5 else 0.0
+    return luminance * alpha + backdrop * (1.0 - alpha)
+
+
+def _to_gray_float(image):
+    """Any Pillow mode -> float32 [h, w] in [0, 1]."""
+    mode = image.mode
+    if mode in ("RGBA", "LA", "PA", "La", "RGBa") or (mode == "P" and "transparency" in image.info):
+        with_alpha = image.convert("RGBA").convert("LA")
+        pixels = np.asarray(with_alpha, dtype=np.float32) / 255.0
+        return _flatten_alpha(pixels[:, :, 0], pixels[:, :, 1])
+    if mode in _EIGHT_BIT_MODES:
+        return np.asarray(image.convert("L"), dtype=np.float32) / 255.0
+    if mode.startswith("I") or mode == "F":
+        pixels = np.asarray(image, dtype=np.float32)
+        if pixels.ndim == 3:
+            pixels = pixels.mean(axis=2)
+        peak = float(pixels.max()) if pixels.size else 0.0
+        # Pillow opens 16-bit PNGs as 'I' or 'I;16' depending on version;
+        # choose the scale from the values rather than the mode name.
+        scale = 1.0 if peak <= 1.0 else 255.0 if peak <= 255.0 else 65535.0
+        return np.clip(pixels / scale, 0.0, 1.0)
+    try:
+        return np.asarray(image.convert("RGB").convert("L"), dtype=np.float32) / 255.0
+    except (ValueError, OSError) as error:
+        raise ValueError("cannot convert image mode %s to grayscale: %s" % (mode, error))
+
+
+def _resize(pixels, width, height):
+    resized = Image.fromarray(np.ascontiguousarray(pixels, dtype=np.float32)).resize(
+        (width, height), _RESAMPLING.BILINEAR)
+    return np.asarray(resized, dtype=np.float32)
+
+
+def scaled_width(width, height, target_height):
+    """Width after resizing ``width x height`` to ``target_height`` keeping aspect (>= 1)."""
+    return max(1, int(round(float(width) * target_height / max(1, height))))
+
+
+def make_light_on_dark(pixels):
+    """Invert ``pixels`` when the background (border median) is lighter than the mean."""
+    if pixels.shape[0] < 3 or pixels.shape[1] < 3:
+        border = pixels.ravel()
+    else:
+        border = np.concatenate([pixels[0], pixels[-1], pixels[1:-1, 0], pixels[1:-1, -1]])
+    if float(np.median(border)) > float(pixels.mean()):
+        return 1.0 - pixels
+    return pixels
+
+
+def stretch_contrast(pixels):
+    """Map the 2nd percentile to 0 and the maximum to 1; flat images become all zero."""
+    low = float(np.percentile(pixels, 2))
+    high = float(pixels.max())
+    if high - low < _MIN_CONTRAST:
+        return np.zeros_like(pixels)
+    return np.clip((pixels - low) / (high - low), 0.0, 1.0)
+
+
+def load_image(source, height=32):
+    """Load and normalise a text-line image.
+
+    Args:
+      source: a file path, encoded image bytes, or a PIL image of any mode.
+      height: output height in pixels.
+
+    Returns:
+      float32 array ``[height, width]`` in [0, 1], light text on a dark
+      background, with ``width`` chosen to keep the aspect ratio (at least 1).
+
+    Raises:
+      ValueError: ``cannot read image <source>: <reason>`` when the file is
+      missing, not an image, corrupt or truncated.
+    """
+    image = _open(source)
+    pixels = _to_gray_float(image)
+    if pixels.size == 0:
+        raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
+    source_height, source_width = pixels.shape
+    width = scaled_width(source_width, source_height, height)
+    if (source_height, source_width) != (height, width):
+        pixels = _resize(pixels, width, height)
+    pixels = stretch_contrast(make_light_on_dark(pixels))
+    return pixels.astype(np.float32, copy=False)
+
+
+def fit_width(pixels, width):
+    """Squeeze ``pixels`` [h, w] to ``width`` if wider, else zero-pad on the right."""
+    height, current = pixels.shape
+    if current > width:
+        return np.clip(_resize(pixels, width, height), 0.0, 1.0)
+    if current == width:
+        return pixels.astype(np.float32, copy=False)
+    padded = np.zeros((height, width), dtype=np.float32)
+    padded[:, :current] = pixels
+    return padded

@@ -1,0 +1,183 @@
+"""LMDB datasets in the layout of crnn.pytorch and deep-text-recognition-benchmark.
+
+Keys (all values are bytes)::
+
+    num-samples        ASCII decimal count N
+    image-000000001    encoded image (PNG, JPEG, ...)
+    label-000000001    UTF-8 text
+    ...                indices run from 1 to N
+"""
+import io
+import os
+import threading
+
+from crnn_multigpu.datasets.folder import LabelledImageDataset
+from crnn_multigpu.datasets.images import load_image
+
+NUM_SAMPLES_KEY = b"num-samples"
+DATA_FILE = "data.mdb"
+
+
+def _import_lmdb():
+    try:
+        import lmdb
+    except ImportError as error:
+        raise ImportError("LMDB datasets need the 'lmdb' package, which could not be imported "
+                          "(%s): pip install lmdb (on Python 3.7: pip install 'lmdb<2')" % error)
+    return lmdb
+
+
+def image_key(index):
+    """Key of the 1-based sample ``index``'s image."""
+    return ("image-%09d" % index).encode("ascii")
+
+
+def label_key(index):
+    """Key of the 1-based sample ``index``'s label."""
+    return ("label-%09d" % index).encode("ascii")
+
+
+# LMDB refuses to open one environment twice in a process, yet a train and an
+# eval view of the same database are legitimate: share the handle, counting users.
+_OPEN_ENVIRONMENTS = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def _acquire_environment(lmdb, path):
+    key = (os.path.realpath(path), os.getpid())
+    with _OPEN_LOCK:
+        entry = _OPEN_ENVIRONMENTS.get(key)
+        if entry is None:
+            env = lmdb.open(path, readonly=True, lock=False, readahead=False, meminit=False,
+                            max_readers=256, subdir=True)
+            entry = _OPEN_ENVIRONMENTS[key] = [env, 0]
+        entry[1] += 1
+        return key, entry[0]
+
+
+def _release_environment(key):
+    with _OPEN_LOCK:
+        entry = _OPEN_ENVIRONMENTS.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            entry[0].close()
+            del _OPEN_ENVIRONMENTS[key]
+
+
+def _database_dir(path):
+    return os.path.dirname(path) if os.path.basename(path) == DATA_FILE else path
+
+
+class LmdbDataset(LabelledImageDataset):
+    """Read-only view of an LMDB dataset; same interface as ``FolderDataset``.
+
+    Labels are read once at construction (so unusable ones can be filtered);
+    images are decoded on access. The environment is reopened after a fork,
+    because LMDB handles must not cross processes.
+    """
+
+    def __init__(self, path, charset=None, time_steps=None, height=32):
+        self._lmdb = _import_lmdb()
+        self.path = _database_dir(path)
+        if not os.path.isfile(os.path.join(self.path, DATA_FILE)):
+            raise FileNotFoundError("no LMDB dataset at %s: expected %s inside it"
+                                    % (self.path, DATA_FILE))
+        self.height = height
+        self._env, self._env_key = None, None
+        with self._environment().begin() as txn:
+            raw_count = txn.get(NUM_SAMPLES_KEY)
+            if raw_count is None:
+                raise ValueError("%s has no 'num-samples' key: not a crnn.pytorch-style LMDB "
+                                 "dataset (write one with write_lmdb or crnn-generate --format "
+                                 "lmdb)" % self.path)
+            count = int(raw_count.decode("ascii"))
+            indices, texts = [], []
+            for index in range(1, count + 1):
+                raw_label = txn.get(label_key(index))
+                if raw_label is None:
+                    raise ValueError("%s: num-samples is %d but key %s is missing"
+                                     % (self.path, count, label_key(index).decode("ascii")))
+                indices.append(index)
+                texts.append(raw_label.decode("utf-8"))
+        self.indices, self.texts = self._drop_unusable_labels(
+            indices, texts, charset, time_steps, self.path)
+
+    def _environment(self):
+        if self._env is None or self._env_key[1] != os.getpid():
+            self._env_key, self._env = _acquire_environment(self._lmdb, self.path)
+        return self._env
+
+    def describe(self, index):
+        return "%s in %s" % (image_key(self.indices[index]).decode("ascii"), self.path)
+
+    def _read(self, index):
+        with self._environment().begin() as txn:
+            encoded = txn.get(image_key(self.indices[index]))
+        if encoded is None:
+            raise ValueError("cannot read image %s: key is missing" % self.describe(index))
+        try:
+            return load_image(encoded, self.height)
+        except ValueError as error:
+            raise ValueError("cannot read image %s: %s"
+                             % (self.describe(index), str(error).split(": ", 1)[-1]))
+
+    def close(self):
+        """Close the LMDB environment (it reopens on the next access)."""
+        if self._env is not None and self._env_key[1] == os.getpid():
+            _release_environment(self._env_key)
+        self._env, self._env_key = None, None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+def _encode(image):
+    if isinstance(image, (bytes, bytearray)):
+        return bytes(image)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
+def write_lmdb(path, samples, overwrite=False, map_size=1 << 36, commit_every=1000):
+    """Write ``(PIL image or encoded bytes, text)`` samples as an LMDB dataset at ``path``.
+
+    PIL images are stored as PNG. Returns the number of samples written.
+    ``map_size`` is the largest the database may grow (64 GiB by default); on
+    Linux the file only takes the space actually used.
+    """
+    lmdb = _import_lmdb()
+    if os.path.exists(os.path.join(path, DATA_FILE)):
+        if not overwrite:
+            raise FileExistsError("%s already holds an LMDB database; pass overwrite=True or "
+                                  "choose another folder" % path)
+        for name in (DATA_FILE, "lock.mdb"):
+            if os.path.exists(os.path.join(path, name)):
+                os.remove(os.path.join(path, name))
+    if not os.path.isdir(path):
+        os.makedirs(path)
+    env = lmdb.open(path, map_size=map_size, subdir=True)
+    count = 0
+    txn = env.begin(write=True)
+    try:
+        for image, text in samples:
+            count += 1
+            txn.put(image_key(count), _encode(image))
+            txn.put(label_key(count), text.encode("utf-8"))
+            if count % commit_every == 0:
+                txn.commit()
+                txn = env.begin(write=True)
+        # Written last: a reader never sees a count that covers missing samples.
+        txn.put(NUM_SAMPLES_KEY, str(count).encode("ascii"))
+        txn.commit()
+    except BaseException:
+        txn.abort()
+        raise
+    finally:
+        env.close()
+    return count
