@@ -107,7 +107,7 @@ class CheckpointSaver(object):
             path = self.saver.save(session, os.path.join(self.directory, CHECKPOINT_PREFIX),
                                    global_step=step, write_meta_graph=False)
             return path
-        except (tf.errors.OpError, OSError) as error:
+        except (tf.errors.OpError, OSError, ValueError) as error:  # Saver wraps some as ValueError
             log.error("saving the checkpoint at step %d failed (%s); the previous checkpoint %s is "
                       "kept", step, getattr(error, "message", error),
                       tf.train.latest_checkpoint(self.directory))

@@ -33,3 +33,14 @@ def make_session(fresh_graph):
     yield make
     for session in sessions:
         session.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory):
+    """48 synthetic text lines (up to 5 characters) as a folder dataset."""
+    from crnn_multigpu.charset import Charset
+    from crnn_multigpu.datasets import SyntheticTextGenerator, find_fonts, write_dataset
+    root = str(tmp_path_factory.mktemp("tiny") / "folder")
+    generator = SyntheticTextGenerator(Charset.default(), find_fonts()[:3], max_len=5, seed=5)
+    write_dataset(root, generator, 48, progress=False)
+    return root

@@ -1,0 +1,161 @@
+"""Faults lose nothing: SIGKILL at random moments, SIGTERM, failed saves, NaN losses, determinism.
+
+Run alone with ``pytest -m faults``; part of ``make test`` like everything else.
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import toy_models as toys
+from crnn_multigpu import MultiGpuModel
+from crnn_multigpu.checkpoints import CheckpointSaver, latest_checkpoint
+from crnn_multigpu.compat import tf
+from crnn_multigpu.devices import cpu_devices
+from crnn_multigpu.training import NonFiniteLossError, Trainer
+
+pytestmark = pytest.mark.faults
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def train_command(dataset, out, steps, *extra):
+    return [sys.executable, "-m", "crnn_multigpu.cli.train", "--train", dataset, "--out", out,
+            "--model", "tiny", "--batch-size", "8", "--steps", str(steps), "--log-every", "1",
+            "--checkpoint-every", "3", "--validate-every", "0"] + list(extra)
+
+
+def start(command, log_path):
+    env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
+    return subprocess.Popen(command, stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=env)
+
+
+def wait_for_step(log_path, process, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline and process.poll() is None:
+        if "] step " in open(log_path).read():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def readable_step(run_dir):
+    """Global step of the newest checkpoint (0: none yet), after reading every tensor in it."""
+    if latest_checkpoint(run_dir) is None:
+        return 0
+    reader = tf.train.load_checkpoint(latest_checkpoint(run_dir))
+    for name in reader.get_variable_to_shape_map():
+        assert np.all(np.isfinite(reader.get_tensor(name))), name
+    return int(reader.get_tensor("global_step"))
+
+
+def last_logged_step(log_path):
+    steps = [int(line.split("] step ")[1].split("/")[0]) for line in open(log_path)
+             if "] step " in line]
+    return steps[-1] if steps else 0
+
+
+def test_sigkill_at_random_moments_then_resume(tiny_dataset, tmp_path):
+    out, steps, rng = str(tmp_path / "run"), 60, random.Random(os.getpid())
+    previous = 0
+    for attempt in range(3):
+        log_path = str(tmp_path / ("attempt%d.log" % attempt))
+        extra = ["--resume"] if latest_checkpoint(out) else []
+        process = start(train_command(tiny_dataset, out, steps, *extra), log_path)
+        try:
+            assert wait_for_step(log_path, process), open(log_path).read()
+            time.sleep(rng.uniform(0.0, 1.5))
+        finally:
+            process.kill()
+            process.wait()
+        logged = last_logged_step(log_path)
+        step = readable_step(out)
+        assert step >= previous, "a checkpoint went backwards"
+        assert step >= logged - 3 - 1, "lost more than one checkpoint interval (%d vs %d)" % (
+            step, logged)
+        previous = step
+    log_path = str(tmp_path / "final.log")
+    process = start(train_command(tiny_dataset, out, steps, "--resume"), log_path)
+    assert process.wait(timeout=300) == 0, open(log_path).read()
+    assert "resumed from" in open(log_path).read()
+    assert readable_step(out) == steps
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_saves_and_says_how_to_resume(tiny_dataset, tmp_path, sig):
+    out, log_path = str(tmp_path / "run"), str(tmp_path / "log")
+    process = start(train_command(tiny_dataset, out, 100000), log_path)
+    try:
+        assert wait_for_step(log_path, process), open(log_path).read()
+        process.send_signal(sig)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = open(log_path).read()
+    assert "%s received at step" % sig.name in text and "--resume" in text
+    stopped_at = int(text.split("received at step ")[1].split(":")[0])
+    assert readable_step(out) == stopped_at
+
+
+def test_failed_save_keeps_the_previous_checkpoint(tmp_path, make_session):
+    variable = tf.get_variable("v", initializer=1.0)
+    saver = CheckpointSaver(str(tmp_path))
+    session = make_session()
+    session.run(tf.global_variables_initializer())
+    assert saver.save(session, 1)
+    checkpoint_dir = saver.directory
+    os.rename(checkpoint_dir, checkpoint_dir + ".moved")
+    open(checkpoint_dir, "w").close()  # the folder is now a file: every write fails
+    assert saver.save(session, 2) is None
+    os.remove(checkpoint_dir)
+    os.rename(checkpoint_dir + ".moved", checkpoint_dir)
+    assert latest_checkpoint(str(tmp_path)).endswith("model.ckpt-1")
+    assert session.run(variable) == 1.0
+
+
+def nan_at(step_with_nan):
+    def batch_for_step(step):
+        batch = toys.make_batch(4, seed=step)
+        if step == step_with_nan:
+            batch["y"][0, 0] = np.nan
+        return batch
+    return batch_for_step
+
+
+def test_nonfinite_stops_with_step_and_keeps_checkpoint_clean(tmp_path, make_session):
+    wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2))
+    trainer = Trainer(wrapper, nan_at(3), str(tmp_path), checkpoint_every=2, log_every=0)
+    with pytest.raises(NonFiniteLossError, match="step 3"):
+        trainer.train(make_session(), steps=10)
+    assert readable_step(str(tmp_path)) == 3
+
+
+def test_nonfinite_skip_policy_skips_the_batch(tmp_path, make_session):
+    wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2))
+    trainer = Trainer(wrapper, nan_at(3), str(tmp_path), log_every=0, on_nonfinite="skip")
+    assert trainer.train(make_session(), steps=8) == 8
+    assert trainer.skipped_steps == [3] and readable_step(str(tmp_path)) == 8
+
+
+def test_same_seed_same_losses(tiny_dataset, tmp_path):
+    from crnn_multigpu.cli import train
+    logs = []
+    for run in ("a", "b"):
+        graph = tf.Graph()
+        with graph.as_default():
+            assert train.main(["--train", tiny_dataset, "--out", str(tmp_path / run), "--model",
+                               "tiny", "--batch-size", "8", "--steps", "8", "--towers", "2",
+                               "--validate-every", "0", "--log-every", "1"]) == 0
+        logs.append(variables(str(tmp_path / run)))
+    for name in logs[0]:
+        np.testing.assert_array_equal(logs[0][name], logs[1][name], err_msg=name)
+
+
+def variables(run_dir):
+    reader = tf.train.load_checkpoint(latest_checkpoint(run_dir))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
