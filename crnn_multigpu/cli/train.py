@@ -27,7 +27,7 @@ log = logging.getLogger("crnn_multigpu.train")
 
 # "tiny" is for smoke tests and CI: it trains but will not read well.
 MODEL_SIZES = {"tiny": dict(channels=(8, 16, 32, 32, 32, 32, 32), lstm_units=32),
-               "small": CRNN.DEFAULTS, "paper": CRNN.PAPER}
+               "small": CRNN.DEFAULTS, "medium": CRNN.MEDIUM, "paper": CRNN.PAPER}
 
 
 def build_parser():
@@ -37,8 +37,8 @@ def build_parser():
     parser.add_argument("--out", required=True, help="run directory: config.json, checkpoints/, logs/")
     parser.add_argument("--charset", help="charset file, one character per line (default: 0-9a-z)")
     parser.add_argument("--model", choices=sorted(MODEL_SIZES), default="small",
-                        help="small (fast on CPU, default), paper (Shi et al. 2015 widths), "
-                             "or tiny (smoke tests)")
+                        help="small (0.5 M parameters, fast on CPU, default), medium (2.1 M), "
+                             "paper (8.2 M, Shi et al. 2015 widths), or tiny (smoke tests)")
     parser.add_argument("--width", type=int, default=100,
                         help="fixed image width (multiple of 4); 0 = keep aspect ratio, pad per batch")
     parser.add_argument("--towers", type=int, default=None,

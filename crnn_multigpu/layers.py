@@ -1,0 +1,155 @@
+"""Graph-mode layers built only from ``tf.get_variable`` and ``tf.nn`` ops.
+
+Every layer opens its own ``tf.variable_scope(name)`` and creates its
+variables with ``tf.get_variable`` only, so a tower wrapper can share one set
+of weights between towers by re-entering the enclosing variable scope with
+``reuse=True`` (no ``tf.Variable``, no Keras).
+
+Runs unchanged on TF 1.15 and on TF 2.x through ``tensorflow.compat.v1``.
+"""
+from crnn_multigpu.compat import tf
+
+__all__ = ["conv2d", "batch_norm", "max_pool", "dense", "lstm", "bidirectional_lstm"]
+
+
+def _pair(v):
+    if isinstance(v, int):
+        return (v, v)
+    return tuple(int(a) for a in v)
+
+
+def _he_init():
+    # He et al. 2015: N(0, 2/fan_in), truncated at two standard deviations.
+    return tf.variance_scaling_initializer(scale=2.0, mode="fan_in",
+                                           distribution="truncated_normal")
+
+
+def _glorot_init():
+    return tf.glorot_uniform_initializer()
+
+
+def conv2d(x, filters, kernel=(3, 3), strides=(1, 1), padding="SAME", use_bias=True,
+           name="conv"):
+    """2-D convolution on NHWC input with He-initialised ``kernel`` (+ ``bias``)."""
+    kh, kw = _pair(kernel)
+    sh, sw = _pair(strides)
+    in_ch = int(x.shape[-1])
+    with tf.variable_scope(name):
+        w = tf.get_variable("kernel", [kh, kw, in_ch, int(filters)], tf.float32,
+                            initializer=_he_init())
+        y = tf.nn.conv2d(x, w, [1, sh, sw, 1], padding)
+        if use_bias:
+            b = tf.get_variable("bias", [int(filters)], tf.float32,
+                                initializer=tf.zeros_initializer())
+            y = tf.nn.bias_add(y, b)
+    return y
+
+
+def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
+    """Batch normalisation over all axes but the last.
+
+    ``training`` is a boolean scalar tensor. Batch statistics are always
+    computed and blended with the moving ones through a 0/1 float mask instead
+    of ``tf.cond`` (whose TF1/TF2 implementations differ). The moving-average
+    updates ``moving -= (1 - momentum) * (moving - batch_stat)`` are added to
+    ``tf.GraphKeys.UPDATE_OPS`` and are NOT run implicitly: whoever builds the
+    train op runs them (once per step).
+    """
+    channels = int(x.shape[-1])
+    axes = list(range(x.shape.ndims - 1))
+    with tf.variable_scope(name):
+        gamma = tf.get_variable("gamma", [channels], tf.float32,
+                                initializer=tf.ones_initializer())
+        beta = tf.get_variable("beta", [channels], tf.float32,
+                               initializer=tf.zeros_initializer())
+        stat_collections = [tf.GraphKeys.GLOBAL_VARIABLES,
+                            tf.GraphKeys.MOVING_AVERAGE_VARIABLES]
+        moving_mean = tf.get_variable("moving_mean", [channels], tf.float32,
+                                      initializer=tf.zeros_initializer(),
+                                      trainable=False, collections=stat_collections)
+        moving_var = tf.get_variable("moving_variance", [channels], tf.float32,
+                                     initializer=tf.ones_initializer(),
+                                     trainable=False, collections=stat_collections)
+        batch_mean, batch_var = tf.nn.moments(x, axes)
+        t = tf.cast(training, tf.float32)
+        mean = t * batch_mean + (1.0 - t) * moving_mean
+        var = t * batch_var + (1.0 - t) * moving_var
+        decay = 1.0 - momentum
+        update_mean = tf.assign_sub(moving_mean, decay * (moving_mean - batch_mean),
+                                    name="update_moving_mean")
+        update_var = tf.assign_sub(moving_var, decay * (moving_var - batch_var),
+                                   name="update_moving_variance")
+        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_mean)
+        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_var)
+        return tf.nn.batch_normalization(x, mean, var, beta, gamma, epsilon)
+
+
+def max_pool(x, pool=(2, 2), strides=None, padding="VALID"):
+    """Max pooling on NHWC input; ``strides`` defaults to ``pool``."""
+    ph, pw = _pair(pool)
+    sh, sw = _pair(strides if strides is not None else pool)
+    return tf.nn.max_pool(x, [1, ph, pw, 1], [1, sh, sw, 1], padding)
+
+
+def dense(x, units, name="dense"):
+    """Affine map on the last axis of an input of any rank >= 2 (e.g. [T, B, C])."""
+    in_dim = int(x.shape[-1])
+    with tf.variable_scope(name):
+        w = tf.get_variable("kernel", [in_dim, int(units)], tf.float32,
+                            initializer=_glorot_init())
+        b = tf.get_variable("bias", [int(units)], tf.float32,
+                            initializer=tf.zeros_initializer())
+        if x.shape.ndims == 2:
+            return tf.nn.bias_add(tf.matmul(x, w), b)
+        flat = tf.reshape(x, [-1, in_dim])
+        y = tf.nn.bias_add(tf.matmul(flat, w), b)
+        out_shape = tf.concat([tf.shape(x)[:-1], [int(units)]], axis=0)
+        y = tf.reshape(y, out_shape)
+        y.set_shape(x.shape[:-1].concatenate([int(units)]))
+        return y
+
+
+def lstm(x, lengths, units, name="lstm"):
+    """Unidirectional fused LSTM (``BlockLSTM``) over time-major x [T, B, C].
+
+    Returns h [T, B, units]. Zero initial state, forget bias 1.0, no
+    peepholes, no cell clipping. ``lengths`` is accepted for symmetry with
+    :func:`bidirectional_lstm`; a forward LSTM is causal, so outputs at valid
+    frames never depend on the right padding (frames past a length are junk
+    that CTC ignores).
+    """
+    del lengths  # causal: padding after the valid frames cannot leak backwards
+    in_dim = int(x.shape[-1])
+    units = int(units)
+    with tf.variable_scope(name):
+        # Gate order of the fused kernel: i, cs (cell input), f, o.
+        w = tf.get_variable("kernel", [in_dim + units, 4 * units], tf.float32,
+                            initializer=_glorot_init())
+        b = tf.get_variable("bias", [4 * units], tf.float32,
+                            initializer=tf.zeros_initializer())
+        batch = tf.shape(x)[1]
+        zeros_state = tf.zeros(tf.stack([batch, units]), tf.float32)
+        no_peep = tf.zeros([units], tf.float32)  # constants: the op wants them
+        outputs = tf.raw_ops.BlockLSTM(
+            seq_len_max=tf.cast(tf.shape(x)[0], tf.int64), x=x,
+            cs_prev=zeros_state, h_prev=zeros_state, w=w,
+            wci=no_peep, wcf=no_peep, wco=no_peep, b=b,
+            forget_bias=1.0, cell_clip=-1.0, use_peephole=False)
+        h = outputs[6]
+        h.set_shape(x.shape[:-1].concatenate([units]))
+        return h
+
+
+def bidirectional_lstm(x, lengths, units, name="bilstm"):
+    """Forward + backward LSTM over time-major x [T, B, C] -> [T, B, 2*units].
+
+    The backward direction reverses only the first ``lengths[b]`` frames of
+    each example (``tf.reverse_sequence``) before and after the LSTM, so the
+    right padding is read *after* the valid frames and never leaks into them.
+    """
+    with tf.variable_scope(name):
+        fw = lstm(x, lengths, units, name="fw")
+        rev = tf.reverse_sequence(x, lengths, seq_axis=0, batch_axis=1)
+        bw = lstm(rev, lengths, units, name="bw")
+        bw = tf.reverse_sequence(bw, lengths, seq_axis=0, batch_axis=1)
+        return tf.concat([fw, bw], axis=-1)

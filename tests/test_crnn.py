@@ -1,0 +1,193 @@
+import collections
+
+import numpy as np
+import pytest
+
+from crnn_multigpu.compat import tf
+from crnn_multigpu.crnn import CRNN
+
+TINY = dict(channels=(4, 4, 8, 8, 8, 8, 8), lstm_units=8)
+Batch = collections.namedtuple("Batch", "images widths labels label_lengths texts")
+
+
+@pytest.fixture
+def graph():
+    g = tf.Graph()
+    with g.as_default():
+        yield g
+
+
+def _session():
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    return sess
+
+
+def _batch(n, width, labels, widths=None, seed=0):
+    rng = np.random.RandomState(seed)
+    lengths = np.array([len(l) for l in labels], np.int32)
+    dense = np.zeros([n, max(1, lengths.max())], np.int32)
+    for i, l in enumerate(labels):
+        dense[i, :len(l)] = l
+    widths = np.full(n, width, np.int32) if widths is None else np.asarray(widths, np.int32)
+    images = rng.rand(n, 32, width, 1).astype(np.float32)
+    for i, w in enumerate(widths):
+        images[i, :, w:] = 0.0
+    return Batch(images, widths, dense, lengths, None)
+
+
+def test_default_logits_shape_and_variables(graph, monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("tf.Variable used")
+    monkeypatch.setattr(tf, "Variable", forbidden)
+    m = CRNN()
+    assert m.logits.shape.as_list() == [None, None, 37]
+    names = [v.op.name for v in tf.global_variables()]
+    assert names and all(n.startswith("crnn/") for n in names)
+    assert "crnn/conv1/kernel" in names
+    assert "crnn/bn7/moving_variance" in names
+    assert "crnn/logits/kernel" in names
+    # 2 moving-average updates per BN layer, one BN layer per conv.
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    assert len(updates) == 14
+    assert all(u.name.startswith("crnn/bn") for u in updates)
+    # Building a second tower under reuse creates no variable at all.
+    with tf.variable_scope(tf.get_variable_scope(), reuse=True):
+        CRNN()
+    assert [v.op.name for v in tf.global_variables()] == names
+    with _session() as sess:
+        for width, steps in [(100, 25), (128, 32)]:
+            b = _batch(2, width, [[1, 2], [3]])
+            logits, n = sess.run([m.logits, m.batch_size], m.feed_dict(b))
+            assert logits.shape == (steps, 2, 37) == (CRNN.time_steps(width), 2, 37)
+            assert n == 2
+
+
+def test_paper_config():
+    assert CRNN.PAPER == dict(channels=(64, 128, 256, 256, 512, 512, 512), lstm_units=256)
+    assert CRNN.MEDIUM == dict(channels=(32, 64, 128, 128, 256, 256, 256), lstm_units=128)
+    assert CRNN.time_steps(100) == 25 and CRNN.time_steps(128) == 32
+
+
+def test_seq_lengths(graph):
+    m = CRNN(**TINY)
+    b = _batch(5, 100, [[1]] * 5, widths=[100, 37, 4, 0, 100])
+    b = b._replace(widths=np.array([100, 37, 4, 0, 400], np.int32))
+    with _session() as sess:
+        assert sess.run(m.seq_lengths, m.feed_dict(b)).tolist() == [25, 10, 1, 1, 25]
+
+
+def test_loss_error_predict(graph):
+    m = CRNN(num_classes=6, **TINY)
+    b = _batch(3, 40, [[0, 1, 2], [4, 4], [3]], widths=[40, 24, 12])
+    with _session() as sess:
+        loss, err, pred, logp, lp, sl, (ind, val, shape) = sess.run(
+            [m.loss, m.error, m.predict, m.log_prob, m.log_probs_per_frame, m.seq_lengths,
+             m.decoded], m.feed_dict(b, training=False))
+    assert np.ndim(loss) == 0 and np.isfinite(loss) and loss > 0
+    assert 0.0 <= err <= 1.0
+    # Reference: mean over examples of min(1, levenshtein(pred, label) / len(label)).
+    ref_err = np.mean([min(1.0, _levenshtein([v for v in p if v >= 0], l) / len(l))
+                       for p, l in zip(pred.tolist(), [[0, 1, 2], [4, 4], [3]])])
+    np.testing.assert_allclose(err, ref_err, rtol=1e-5)
+    assert pred.dtype == np.int32 and pred.shape[0] == 3 and pred.shape[1] <= 10
+    # Reference greedy decode: best class per valid frame, merge repeats, drop blank (5).
+    for i in range(3):
+        best = lp[:sl[i], i].argmax(axis=1)
+        ref = [int(c) for j, c in enumerate(best) if c != 5 and (j == 0 or c != best[j - 1])]
+        assert pred[i].tolist() == ref + [-1] * (pred.shape[1] - len(ref))
+        np.testing.assert_allclose(logp[i], lp[:sl[i], i].max(axis=1).sum(), rtol=1e-4)
+    assert np.all(pred < 5)
+    assert val.tolist() == [v for v in pred.ravel().tolist() if v >= 0]
+
+
+def test_infeasible_labels_give_finite_loss_and_gradients(graph):
+    m = CRNN(num_classes=6, **TINY)
+    grads = tf.gradients(m.loss, tf.trainable_variables())
+    # width 16 -> T = 4: a 6-long label is longer than T (ignored by CTC), and
+    # "1 1 1 1" fits in length but needs 7 frames with its blanks (inf -> 0).
+    b = _batch(3, 16, [[0, 1, 2, 3, 4, 0], [1, 1, 1, 1], [2]])
+    with _session() as sess:
+        loss, bad, per, gv = sess.run([m.loss, m.num_infeasible, m.per_example_loss, grads],
+                                      m.feed_dict(b))
+    assert np.isfinite(loss) and loss > 0
+    assert bad == 1 and per[0] == 0.0 and per[1] == 0.0 and per[2] > 0
+    assert all(np.all(np.isfinite(g)) for g in gv)
+
+
+def test_beam_search_predict(graph):
+    m = CRNN(num_classes=6, beam_width=3, **TINY)
+    b = _batch(2, 32, [[1], [2]], widths=[32, 20])
+    with _session() as sess:
+        pred, logp, greedy = sess.run([m.predict, m.log_prob, m.decoded], m.feed_dict(b, False))
+    assert pred.shape[0] == 2 and pred.shape[1] <= 8
+    assert logp.shape == (2,) and np.all(np.isfinite(logp)) and np.all(logp <= 0)
+    for row in pred:  # -1 only as right padding
+        k = int((row >= 0).sum())
+        assert np.all(row[:k] >= 0) and np.all(row[k:] == -1) and np.all(row < 5)
+
+
+def test_feed_dict_for_prediction_without_labels(graph):
+    m = CRNN(**TINY)
+    images = np.random.rand(3, 32, 24, 1).astype(np.float32)
+    b = Batch(images, np.array([24, 20, 8]), np.zeros([3, 1], np.int32), np.zeros(3, np.int32),
+              ["", "", ""])
+    fd = m.feed_dict(b, training=False)
+    assert fd[m.training] is False and m.feed_dict(b)[m.training] is True
+    with _session() as sess:
+        pred, logp = sess.run([m.predict, m.log_prob], fd)
+        fd_none = m.feed_dict(b._replace(labels=None, label_lengths=None), training=False)
+        pred2 = sess.run(m.predict, fd_none)
+    assert pred.shape[0] == 3 and pred.shape[1] <= 6 and logp.shape == (3,)
+    np.testing.assert_array_equal(pred, pred2)
+
+
+def _levenshtein(a, b):
+    d = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, d[0] = d[0], i
+        for j, y in enumerate(b, 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (x != y))
+    return d[-1]
+
+
+def _synthetic_batch():
+    """4 images of width 32 (T = 8); class k = a 6-px block with k+1 bright bars."""
+    labels = [[0], [1, 2], [2, 0, 1], [1, 1]]
+    images = np.zeros([4, 32, 32, 1], np.float32)
+    for i, lab in enumerate(labels):
+        for j, c in enumerate(lab):
+            x0 = 2 + 10 * j
+            for bar in range(c + 1):
+                images[i, 6:26, x0 + 2 * bar, 0] = 1.0
+    return _batch(4, 32, labels)._replace(images=images)
+
+
+def test_few_adam_steps_reduce_loss(graph):
+    tf.set_random_seed(0)
+    m = CRNN(num_classes=4, **TINY)
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        train = tf.train.AdamOptimizer(1e-3).minimize(m.loss)
+    fd = m.feed_dict(_synthetic_batch(), training=True)
+    with _session() as sess:
+        first = sess.run(m.loss, fd)
+        mm0 = sess.run(tf.global_variables("crnn/bn1/moving_mean")[0])
+        for _ in range(100):
+            sess.run(train, fd)
+        last = sess.run(m.loss, fd)
+        mm1 = sess.run(tf.global_variables("crnn/bn1/moving_mean")[0])
+    print("loss %.3f -> %.3f" % (first, last))
+    assert np.isfinite(first) and last < 0.5 * first, (first, last)
+    assert np.abs(mm1 - mm0).max() > 0  # BN updates ran with the train op
+
+
+def test_inputs_are_placeholder_defaults(graph):
+    b = _batch(2, 24, [[1, 2], [3]], widths=[24, 16])
+    inputs = {"images": tf.constant(b.images), "widths": tf.constant(b.widths),
+              "labels": tf.constant(b.labels), "label_lengths": tf.constant(b.label_lengths)}
+    m = CRNN(num_classes=6, inputs=inputs, **TINY)
+    with _session() as sess:
+        fed = sess.run([m.loss, m.predict], m.feed_dict(b, training=False))
+        free = sess.run([m.loss, m.predict])
+    np.testing.assert_allclose(free[0], fed[0], rtol=1e-5)
+    np.testing.assert_array_equal(free[1], fed[1])
