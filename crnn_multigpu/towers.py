@@ -46,6 +46,8 @@ class MultiGpuModel(object):
       clip_norm: clip the averaged gradients to this global norm (None: no clipping).
       check_finite: make ``objective`` fail, before any variable changes, when the
         loss or a gradient is NaN/Inf (the error message contains NONFINITE_MESSAGE).
+      gradient_processors: functions ``grads_and_vars -> grads_and_vars`` applied in order to
+        the tower-averaged gradients, before clipping (e.g. a cross-process all-reduce).
       input_fn: optional feed-free input: ``input_fn(tower_index, n_towers)`` returns the
         tower's input tensors (e.g. from ``tf.data``), passed to the model as ``inputs=``.
         Models use them as defaults of their placeholders, so ``feed_dict`` still works.
@@ -56,7 +58,7 @@ class MultiGpuModel(object):
 
     def __init__(self, model_cls=None, n_gpus=None, optimizer=None, devices=None,
                  variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
-                 **model_kwargs):
+                 gradient_processors=(), **model_kwargs):
         model_cls = model_cls or type(self).model_cls
         if model_cls is None:
             raise TypeError("MultiGpuModel needs a model class: MultiGpuModel(MyModel, ...) or a "
@@ -77,6 +79,7 @@ class MultiGpuModel(object):
         self.predict = [m.predict for m in self.models] if self._all_have("predict") else None
         self.log_prob = [m.log_prob for m in self.models] if self._all_have("log_prob") else None
         self.optimizer = self._make_optimizer(optimizer)
+        self.gradient_processors = list(gradient_processors or ())
         self.objective = self._build_step(clip_norm, check_finite)
         self.summary_op = self._summaries()
 
@@ -206,6 +209,8 @@ class MultiGpuModel(object):
         tower_grads = self._tower_gradients()
         with tf.name_scope("multi_gpu"), tf.device(self.variable_device):
             grads = grad_ops.weighted_mean(tower_grads, self.tower_weights)
+            for process in self.gradient_processors:
+                grads = process(grads)
             self.gradient_norm = None
             if clip_norm is not None:
                 grads, self.gradient_norm = grad_ops.clip_by_global_norm(grads, clip_norm)

@@ -245,3 +245,25 @@ def test_subclass_with_model_cls(make_session):
     session.run(tf.global_variables_initializer())
     loss = session.run(wrapper.loss, wrapper.feed_dict(wrapper.split(toys.make_batch(4))))
     assert loss > 0 and wrapper.n_towers == 2
+
+
+def test_gradient_processors_see_the_averaged_gradients(make_session):
+    seen = []
+
+    def double(grads_and_vars):
+        seen.append([v.op.name for _, v in grads_and_vars])
+        return [(2.0 * g, v) for g, v in grads_and_vars]
+
+    batch = toys.make_batch(6)
+    expected, _, _ = plain_step(toys.Linear, batch, make_session)
+    wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2), optimizer=sgd(),
+                            gradient_processors=[double])
+    session = make_session()
+    session.run(tf.global_variables_initializer())
+    start = values(session)
+    session.run(wrapper.objective, wrapper.feed_dict(wrapper.split(batch)))
+    got = values(session)
+    assert seen == [["w", "b"]]
+    for name in ("w", "b"):
+        np.testing.assert_allclose(got[name] - start[name], 2 * (expected[name] - start[name]),
+                                   rtol=1e-5, atol=1e-6)
