@@ -9,10 +9,6 @@ import os
 # TF prints pages of C++ start-up chatter; keep the user's terminal readable
 # unless they asked for more.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# TF 2.x leaves its oneDNN CPU kernels off on some processors (AMD among them); measured
-# here they make the CRNN step ~25 % faster and keep runs bit-for-bit repeatable.
-# TF 1.15 ignores the variable. Export TF_ENABLE_ONEDNN_OPTS=0 to opt out.
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 import tensorflow.compat.v1 as tf  # noqa: E402
 
