@@ -337,3 +337,21 @@ def test_towers_on_two_workers_update_exactly_like_one_process(local_cluster):
         assert {"/job:worker/task:0", "/job:worker/task:1", "/job:ps/task:0"} <= ran_on, ran_on
 
         assert local_cluster.stop() == [0, 0, 0], "servers did not exit cleanly on SIGTERM"
+
+
+def test_crnn_train_drives_the_cluster_and_the_chief_checkpoints(local_cluster, tiny_dataset,
+                                                                   tmp_path, capsys):
+    from crnn_multigpu.checkpoints import latest_checkpoint
+    from crnn_multigpu.cli import train
+    out = str(tmp_path / "run")
+    with local_cluster.logs_on_failure():
+        graph = tf.Graph()
+        with graph.as_default():
+            code = train.main(["--cluster", local_cluster.cluster_file, "--train", tiny_dataset,
+                               "--out", out, "--model", "tiny", "--batch-size", "8",
+                               "--steps", "4", "--log-every", "2", "--validate-every", "0"])
+        err = capsys.readouterr().err
+        assert code == 0, err
+        assert "/job:worker/task:0" in err and "/job:worker/task:1" in err
+        reader = tf.train.load_checkpoint(latest_checkpoint(out))
+        assert reader.get_tensor("global_step") == 4
