@@ -68,12 +68,17 @@ def test_sigkill_at_random_moments_then_resume(tiny_dataset, tmp_path):
         process = start(train_command(tiny_dataset, out, steps, *extra), log_path)
         try:
             assert wait_for_step(log_path, process), open(log_path).read()
+            if attempt == 0:  # make sure the resume path is exercised at least once
+                deadline = time.time() + 120
+                while latest_checkpoint(out) is None and time.time() < deadline:
+                    time.sleep(0.05)
             time.sleep(rng.uniform(0.0, 1.5))
         finally:
             process.kill()
             process.wait()
         logged = last_logged_step(log_path)
         step = readable_step(out)
+        assert attempt > 0 or step > 0, "no checkpoint after the first attempt"
         assert step >= previous, "a checkpoint went backwards"
         assert step >= logged - 3 - 1, "lost more than one checkpoint interval (%d vs %d)" % (
             step, logged)
