@@ -62,14 +62,14 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
                                 initializer=tf.ones_initializer())
         beta = tf.get_variable("beta", [channels], tf.float32,
                                initializer=tf.zeros_initializer())
-        stat_collections = [tf.GraphKeys.GLOBAL_VARIABLES,
-                            tf.GraphKeys.MOVING_AVERAGE_VARIABLES]
+        # aggregation=MEAN lets tf.distribute strategies update the statistics from replicas.
+        stats = dict(trainable=False, aggregation=tf.VariableAggregation.MEAN,
+                     collections=[tf.GraphKeys.GLOBAL_VARIABLES,
+                                  tf.GraphKeys.MOVING_AVERAGE_VARIABLES])
         moving_mean = tf.get_variable("moving_mean", [channels], tf.float32,
-                                      initializer=tf.zeros_initializer(),
-                                      trainable=False, collections=stat_collections)
+                                      initializer=tf.zeros_initializer(), **stats)
         moving_var = tf.get_variable("moving_variance", [channels], tf.float32,
-                                     initializer=tf.ones_initializer(),
-                                     trainable=False, collections=stat_collections)
+                                     initializer=tf.ones_initializer(), **stats)
         batch_mean, batch_var = tf.nn.moments(x, axes)
         t = tf.cast(training, tf.float32)
         mean = t * batch_mean + (1.0 - t) * moving_mean

@@ -1,0 +1,233 @@
+"""Step times of the tower wrapper beside what a user would otherwise pick, as ratios from one run.
+
+Every configuration trains the same CRNN on the same global batch on the same
+(virtual CPU) devices; repetitions of all configurations are interleaved
+(A B C A B C ...) so that machine noise hits them alike, and medians are
+reported. Usage::
+
+    python scripts/benchmark.py --quick --json out.json
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from crnn_multigpu.charset import Charset  # noqa: E402
+from crnn_multigpu.compat import TF_VERSION, tf  # noqa: E402
+from crnn_multigpu.crnn import CRNN  # noqa: E402
+from crnn_multigpu.datasets import make_batch  # noqa: E402
+from crnn_multigpu.devices import cpu_devices, session_config  # noqa: E402
+from crnn_multigpu.sharding import split_batch  # noqa: E402
+from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
+
+N_CPUS = 4
+CHARSET = Charset.default()
+
+
+def synthetic_batch(size, width=100, seed=0):
+    """Random light-on-dark 'images' and labels: the step time does not depend on the pixels."""
+    rng = np.random.RandomState(seed)
+    arrays = [rng.rand(32, width).astype(np.float32) for _ in range(size)]
+    texts = ["".join(rng.choice(list(CHARSET.chars), rng.randint(3, 9))) for _ in range(size)]
+    return make_batch(arrays, texts, CHARSET, fixed_width=width)
+
+
+class Config(object):
+    """One graph + session + a callable that runs one training step."""
+
+    def __init__(self, name, build):
+        self.name, self.graph, self.times = name, tf.Graph(), []
+        with self.graph.as_default():
+            tf.set_random_seed(0)
+            step = build()
+            init = tf.global_variables_initializer()
+        self.session = tf.Session(graph=self.graph, config=session_config(N_CPUS))
+        self.session.run(init)
+        self.step = lambda: step(self.session)
+
+    def time(self, steps):
+        started = time.perf_counter()
+        for _ in range(steps):
+            self.step()
+        self.times.append((time.perf_counter() - started) / steps)
+
+    @property
+    def median(self):
+        return float(np.median(self.times))
+
+
+def plain(batch):
+    def build():
+        model = CRNN()
+        with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+            train = tf.train.AdamOptimizer(1e-3).minimize(model.loss)
+        feed = model.feed_dict(batch)
+        return lambda session: session.run(train, feed)
+    return build
+
+
+def wrapper(batch, towers):
+    def build():
+        model = MultiGpuModel(CRNN, devices=cpu_devices(towers))
+        feed = model.feed_dict(model.split(batch))
+        return lambda session: session.run(model.objective, feed)
+    return build
+
+
+def mirrored(batch, towers):
+    """tf.distribute.MirroredStrategy in v1 graph mode with per-replica placeholders."""
+    def build():
+        strategy = tf.distribute.MirroredStrategy(
+            devices=cpu_devices(towers),
+            cross_device_ops=tf.distribute.ReductionToOneDevice(reduce_to_device="/cpu:0"))
+        models = []
+
+        def replica_step():
+            model = CRNN()
+            models.append(model)
+            # A v1 optimizer under a strategy SUMS replica gradients: scale to average them.
+            loss = model.loss / strategy.num_replicas_in_sync
+            with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+                return tf.train.AdamOptimizer(1e-3).minimize(loss)
+
+        with strategy.scope():
+            run = getattr(strategy.extended, "call_for_each_replica")
+            per_replica = run(replica_step)
+            train = strategy.group(per_replica) if hasattr(strategy, "group") \
+                else tf.group(strategy.experimental_local_results(per_replica))
+        shards = split_batch(batch, towers)
+        feed = {}
+        for model, shard in zip(models, shards):
+            feed.update(model.feed_dict(shard))
+        return lambda session: session.run(train, feed)
+    return build
+
+
+def feed_free(batch, towers, cached):
+    """The tf.data path: the real per-tower pipeline, or constant in-graph tensors (no input work)."""
+    def build():
+        if cached:
+            shards = split_batch(batch, towers)
+
+            def input_fn(index, n_towers):
+                shard = shards[index]
+                dataset = tf.data.Dataset.from_tensors(
+                    {k: getattr(shard, k) for k in ("images", "widths", "labels", "label_lengths")})
+                return tf.data.make_one_shot_iterator(dataset.cache().repeat()).get_next()
+        else:
+            from crnn_multigpu.datasets.pipeline import make_input_fn
+            input_fn = make_input_fn(batch, CHARSET, len(batch.texts), towers,
+                                     devices=cpu_devices(towers))
+        model = MultiGpuModel(CRNN, devices=cpu_devices(towers), input_fn=input_fn)
+        feed = dict((m.training, True) for m in model.models)
+        return lambda session: session.run(model.objective, feed)
+    return build
+
+
+class Embedding(object):
+    """A bag-of-ids regression over a large table: its gradient is an IndexedSlices."""
+
+    def __init__(self, rows=20000, dim=32):
+        self.ids = tf.placeholder(tf.int32, [None, 8])
+        self.y = tf.placeholder(tf.float32, [None])
+        table = tf.get_variable("table", [rows, dim],
+                                initializer=tf.random_uniform_initializer(-0.05, 0.05))
+        vectors = tf.reduce_sum(tf.nn.embedding_lookup(table, self.ids), axis=1)
+        self.loss = tf.reduce_mean(tf.square(tf.reduce_sum(vectors, axis=1) - self.y))
+        self.batch_size = tf.shape(self.ids)[0]
+
+    def feed_dict(self, batch):
+        return {self.ids: batch["ids"], self.y: batch["y"]}
+
+
+def embedding(rows, towers):
+    def build():
+        # Momentum applies sparse updates row by row; v1 Adam decays every row of its
+        # slots each step by design, which would measure Adam rather than the wrapper.
+        model = MultiGpuModel(Embedding, devices=cpu_devices(towers), rows=rows,
+                              optimizer=tf.train.MomentumOptimizer(0.1, 0.9))
+        rng = np.random.RandomState(0)
+        batch = {"ids": rng.randint(0, 20000, size=(32, 8)).astype(np.int32),
+                 "y": rng.randn(32).astype(np.float32)}
+        feed = model.feed_dict(model.split(batch))
+        return lambda session: session.run(model.objective, feed)
+    return build
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
+    parser.add_argument("--reps", type=int, default=None, help="interleaved repetitions")
+    parser.add_argument("--steps", type=int, default=None, help="steps timed per repetition")
+    parser.add_argument("--batch-size", type=int, default=32, help="global batch")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args(argv)
+    reps = args.reps or (3 if args.quick else 7)
+    steps = args.steps or (5 if args.quick else 15)
+    batch = synthetic_batch(args.batch_size)
+
+    builders = [("plain", plain(batch)), ("wrapper_1", wrapper(batch, 1)),
+                ("wrapper_2", wrapper(batch, 2)), ("wrapper_4", wrapper(batch, 4)),
+                ("mirrored_2", mirrored(batch, 2)), ("feed_dict_2", wrapper(batch, 2)),
+                ("pipeline_2", feed_free(batch, 2, cached=False)),
+                ("cached_2", feed_free(batch, 2, cached=True)),
+                ("embedding_20k", embedding(20000, 2)), ("embedding_2m", embedding(2000000, 2))]
+    configs = []
+    for name, build in builders:
+        sys.stderr.write("building %s\n" % name)
+        try:
+            configs.append(Config(name, build))
+        except Exception as error:  # a peer that does not build here is reported, not fatal
+            sys.stderr.write("  %s could not be built: %s\n" % (name, str(error).splitlines()[0]))
+    for config in configs:
+        for _ in range(3):  # warm-up: graph optimisation, allocator, thread pools
+            config.step()
+    for rep in range(reps):
+        sys.stderr.write("repetition %d/%d\n" % (rep + 1, reps))
+        for config in configs:
+            config.time(steps)
+    median = dict((c.name, c.median) for c in configs)
+
+    def ratio(a, b):
+        return median[a] / median[b] if a in median and b in median else None
+
+    ratios = {
+        "wrapper1_vs_plain": ratio("wrapper_1", "plain"),
+        "towers2_vs_towers1": ratio("wrapper_2", "wrapper_1"),
+        "towers4_vs_towers1": ratio("wrapper_4", "wrapper_1"),
+        "wrapper_vs_mirrored": ratio("wrapper_2", "mirrored_2"),
+        "pipeline_vs_feed_dict": ratio("pipeline_2", "feed_dict_2"),
+        "input_wait_fraction": (max(0.0, 1 - median["cached_2"] / median["pipeline_2"])
+                                if "cached_2" in median and "pipeline_2" in median else None),
+        "embedding_2m_vs_20k": ratio("embedding_2m", "embedding_20k"),
+    }
+    print("%-16s %12s %12s" % ("configuration", "step (ms)", "vs plain"))
+    for config in configs:
+        vs_plain = ratio(config.name, "plain")
+        print("%-16s %12.1f %12s" % (config.name, 1000 * config.median,
+                                     "%.3f" % vs_plain if vs_plain else "-"))
+    print("")
+    for key, value in ratios.items():
+        print("%-24s %s" % (key, "%.3f" % value if value is not None else "n/a"))
+    if args.json:
+        report = {"ratios": ratios, "step_seconds": median,
+                  "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                              "tensorflow": ".".join(map(str, TF_VERSION)),
+                              "processor": platform.processor() or platform.machine()},
+                  "settings": {"reps": reps, "steps": steps, "batch_size": args.batch_size,
+                               "virtual_cpus": N_CPUS, "model": "CRNN() defaults"}}
+        with open(args.json, "w") as stream:
+            json.dump(report, stream, indent=2, sort_keys=True)
+    for config in configs:
+        config.session.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
