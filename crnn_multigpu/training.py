@@ -4,6 +4,11 @@ Graph building lives in ``towers``; this module only runs steps: it pulls the
 batch for each global step (so a resumed run sees the same data order), feeds
 the towers, reports progress, saves checkpoints, validates, and turns SIGINT /
 SIGTERM and non-finite losses into a clean stop that loses nothing.
+
+Feed-free mode (``batch_for_step=None``): the wrapper was built with an
+``input_fn`` (``datasets.pipeline.make_input_fn``) whose ``tf.data`` pipelines
+yield the batch of each global step themselves; each step then only runs
+``objective`` (with the small constant ``feed``, e.g. ``training=True``).
 """
 import logging
 import queue
@@ -92,21 +97,32 @@ class Trainer(object):
 
     Args:
       wrapper: a built ``MultiGpuModel``.
-      batch_for_step: ``f(step) -> batch`` (a whole batch; the trainer splits it per tower).
+      batch_for_step: ``f(step) -> batch`` (a whole batch; the trainer splits it per tower),
+        or None: feed-free, the wrapper's ``input_fn`` pipelines provide the data. Their
+        ``start_step`` must equal the (restored) global step; this is checked.
       run_dir: where checkpoints (``checkpoints/``) and summaries (``logs/``) go.
       checkpoint_every / log_every / validate_every: intervals in steps (0 disables).
       validate: optional ``f(session, step) -> dict`` of validation figures.
       on_nonfinite: 'stop' (raise NonFiniteLossError; variables untouched) or 'skip' the batch.
       is_chief: only the chief writes checkpoints and summaries.
+      feed: a constant ``{tensor: value}`` added to every training step (e.g. each CRNN
+        tower's ``training: True`` in feed-free mode).
     """
 
     def __init__(self, wrapper, batch_for_step, run_dir, checkpoint_every=500, log_every=50,
                  validate_every=0, validate=None, on_nonfinite="stop", is_chief=True,
-                 summary_every=100, stream=None):
+                 summary_every=100, stream=None, feed=None):
         if on_nonfinite not in ("stop", "skip"):
             raise ValueError("on_nonfinite must be 'stop' or 'skip', got %r" % (on_nonfinite,))
         self.wrapper = wrapper
         self.batch_for_step = batch_for_step
+        self.feed = dict(feed or {})
+        self.input_fn = getattr(wrapper, "input_fn", None)
+        if batch_for_step is None and self.input_fn is None:
+            raise ValueError("Trainer without batch_for_step needs a wrapper built with an "
+                             "input_fn (feed-free input), e.g. datasets.pipeline.make_input_fn")
+        # The global step the feed-free pipelines will deliver next.
+        self._pipeline_step = getattr(self.input_fn, "start_step", None)
         self.run_dir = run_dir
         self.checkpoint_every, self.log_every = checkpoint_every, log_every
         self.validate_every, self.validate = validate_every, validate
@@ -138,15 +154,22 @@ class Trainer(object):
         fetches = {"train": wrapper.objective, "loss": wrapper.loss}
         if wrapper.error is not None:
             fetches["error"] = wrapper.error
-        prefetcher = Prefetcher(self.batch_for_step, step)
+        feed_free = self.batch_for_step is None
+        if feed_free:
+            self._check_pipeline_start(step)
+            if wrapper.batch_size is not None:
+                fetches["images"] = wrapper.batch_size
+        prefetcher = None if feed_free else Prefetcher(self.batch_for_step, step)
         window_start, window_images, last = time.time(), 0, {}
         try:
             with StopRequested() as stop:
                 while step < steps and not stop:
-                    batch_step, batch = prefetcher.get()
-                    assert batch_step == step, "batch for step %d arrived at step %d" % (
-                        batch_step, step)
-                    feed = wrapper.feed_dict(wrapper.split(batch))
+                    feed = dict(self.feed)
+                    if not feed_free:
+                        batch_step, batch = prefetcher.get()
+                        assert batch_step == step, "batch for step %d arrived at step %d" % (
+                            batch_step, step)
+                        feed.update(wrapper.feed_dict(wrapper.split(batch)))
                     want = dict(fetches)
                     if self.writer is not None and self.summary_every and \
                             step % self.summary_every == 0:
@@ -155,7 +178,8 @@ class Trainer(object):
                         step += 1
                         continue
                     step += 1
-                    window_images += batch_size(batch)
+                    window_images += int(last.get("images", getattr(
+                        self.input_fn, "batch_size", 0))) if feed_free else batch_size(batch)
                     if self.writer is not None and "summary" in last:
                         self.writer.add_summary(last.pop("summary"), step)
                     if self.log_every and (step % self.log_every == 0 or step == steps):
@@ -170,20 +194,38 @@ class Trainer(object):
                     self._print("%s received at step %d: checkpoint saved; continue with the same "
                                 "command plus --resume" % (stop.signal_name, step))
         finally:
-            prefetcher.close()
+            if prefetcher is not None:
+                prefetcher.close()
             if self.saver and step > 0:
                 self.saver.save(session, step)
             if self.writer is not None:
                 self.writer.flush()
         return step
 
+    def _check_pipeline_start(self, step):
+        if self._pipeline_step is not None and self._pipeline_step != step:
+            raise ValueError("the input pipeline delivers the batch of step %d next but training "
+                             "is at global step %d; build the input_fn with start_step=%d (the "
+                             "restored global step) so the data order continues exactly"
+                             % (self._pipeline_step, step, step))
+
     def _run_step(self, session, fetches, feed, step, last):
         try:
-            last.update(session.run(fetches, feed))
+            try:
+                last.update(session.run(fetches, feed))
+            finally:
+                # A feed-free step consumes one element of every tower's pipeline even when
+                # it fails (a non-finite step that is then skipped advances both alike).
+                if self.batch_for_step is None and self._pipeline_step is not None:
+                    self._pipeline_step += 1
             self.history.append((step, float(last["loss"])))
             return True
-        except tf.errors.InvalidArgumentError as error:
-            if NONFINITE_MESSAGE not in str(error):
+        except tf.errors.OpError as error:
+            source_error = getattr(self.input_fn, "source_error", lambda: None)()
+            if NONFINITE_MESSAGE not in str(error) and source_error is not None:
+                raise source_error  # the data source's own exception, e.g. too many bad images
+            if not isinstance(error, tf.errors.InvalidArgumentError) or \
+                    NONFINITE_MESSAGE not in str(error):
                 raise
             if self.on_nonfinite == "stop":
                 raise NonFiniteLossError(

@@ -16,6 +16,7 @@ from crnn_multigpu.cli.common import run_main, setup_logging
 from crnn_multigpu.compat import tf
 from crnn_multigpu.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset
+from crnn_multigpu.datasets.pipeline import make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.devices import cpu_devices, session_config, visible_gpus
 from crnn_multigpu.inference import decode_rows
@@ -63,6 +64,10 @@ def build_parser():
     parser.add_argument("--validate-max", type=int, default=1000,
                         help="validation images used during training (the final evaluation uses all)")
     parser.add_argument("--log-every", type=int, default=50)
+    parser.add_argument("--input", choices=["dataset", "feed"], default=None,
+                        help="dataset (default): a tf.data pipeline per tower decodes batches "
+                             "ahead and prefetches them onto the tower; feed: feed_dict from a "
+                             "Python thread (the default with --cluster)")
     parser.add_argument("--on-nonfinite", choices=["stop", "skip"], default="stop",
                         help="NaN/Inf loss: stop (default) or skip the batch")
     parser.add_argument("--verbose", action="store_true")
@@ -114,6 +119,20 @@ def check_run_dir(args, config):
     save_config(args.out, config)
 
 
+def input_mode(args):
+    """'dataset' or 'feed'. Cluster workers cannot run the client's Python decoding."""
+    if args.cluster and args.input == "dataset":
+        raise ValueError("--input dataset decodes images in this process's Python, which the "
+                         "cluster's workers cannot call; use --input feed with --cluster")
+    return args.input or ("feed" if args.cluster else "dataset")
+
+
+def restored_step(args):
+    """The global step a --resume run continues from (0 without a checkpoint)."""
+    path = latest_checkpoint(args.out) if args.resume else None
+    return int(tf.train.load_checkpoint(path).get_tensor("global_step")) if path else 0
+
+
 def make_validate(wrapper, dataset, charset, width, batch_size, limit):
     """A callable (session, step) -> figures over the first ``limit`` validation images."""
     indices = list(range(min(limit, len(dataset)))) if limit else list(range(len(dataset)))
@@ -151,6 +170,7 @@ def main_body(argv=None):
     if args.batch_size < len(towers):
         raise ValueError("--batch-size %d is smaller than the %d towers; every tower needs at least "
                          "one example" % (args.batch_size, len(towers)))
+    mode = input_mode(args)
     tf.set_random_seed(args.seed)
     steps = args.steps
 
@@ -160,21 +180,30 @@ def main_body(argv=None):
                                            [args.lr, args.lr * 0.3, args.lr * 0.03])
         return tf.train.AdamOptimizer(rate)
 
-    wrapper = MultiGpuModel(CRNN, devices=towers, variable_device=variable_device,
-                            optimizer=optimizer, clip_norm=args.clip_norm or None,
-                            **config["model"])
     batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config["image_width"],
                           seed=args.seed, min_batch=len(towers))
+    # Feed-free input starts at the step training resumes from: same data order as one run.
+    input_fn = make_input_fn(batches, charset, args.batch_size, len(towers),
+                             fixed_width=config["image_width"], seed=args.seed,
+                             start_step=restored_step(args), devices=towers) \
+        if mode == "dataset" else None
+    wrapper = MultiGpuModel(CRNN, devices=towers, variable_device=variable_device,
+                            optimizer=optimizer, clip_norm=args.clip_norm or None,
+                            input_fn=input_fn, **config["model"])
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
                              args.validate_max) if val_set else None
     # On a cluster the Saver's file writes run where its ops are placed: pin them to
     # worker 0 (the chief's machine) so checkpoints land in this --out on both TF stacks.
     with tf.device("/job:worker/task:0/cpu:0" if args.cluster else None):
-        trainer = Trainer(wrapper, batches, args.out, checkpoint_every=args.checkpoint_every,
-                          log_every=args.log_every, validate_every=args.validate_every,
-                          validate=validate, on_nonfinite=args.on_nonfinite)
-    sys.stderr.write("training on %d tower(s): %s; %d training images, batch %d, %d steps\n"
-                     % (len(towers), ", ".join(towers), len(train_set), args.batch_size, steps))
+        trainer = Trainer(wrapper, batches if mode == "feed" else None, args.out,
+                          checkpoint_every=args.checkpoint_every, log_every=args.log_every,
+                          validate_every=args.validate_every, validate=validate,
+                          on_nonfinite=args.on_nonfinite,
+                          feed={m.training: True for m in wrapper.models}
+                          if mode == "dataset" else None)
+    sys.stderr.write("training on %d tower(s): %s; %d training images, batch %d, %d steps, "
+                     "input %s\n" % (len(towers), ", ".join(towers), len(train_set),
+                                      args.batch_size, steps, mode))
     with tf.Session(target, config=session_config(n_cpus)) as session:
         final_step = trainer.train(session, min(steps, args.stop_at or steps), resume=args.resume)
         if val_set is not None and final_step >= steps:
