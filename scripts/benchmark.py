@@ -2,12 +2,17 @@
 
 Every configuration trains the same CRNN on the same global batch on the same
 (virtual CPU) devices; repetitions of all configurations are interleaved
-(A B C A B C ...) so that machine noise hits them alike, and medians are
+(A B C, B C A, ...) so that machine noise hits them alike, and medians are
 reported. Usage::
 
-    python scripts/benchmark.py --quick --json out.json
+    python scripts/benchmark.py --quick --json out.json      # about a minute
+    python scripts/benchmark.py --json out.json --profile    # the figures of docs/benchmarks.md
+
+``--profile`` adds a traced step (RunMetadata) per configuration: the summed op time
+and, for the tf.data path, how long the towers' ``IteratorGetNext`` ops waited.
 """
 import argparse
+import collections
 import json
 import os
 import platform
@@ -49,13 +54,28 @@ class Config(object):
             init = tf.global_variables_initializer()
         self.session = tf.Session(graph=self.graph, config=session_config(N_CPUS))
         self.session.run(init)
-        self.step = lambda: step(self.session)
+        self.step = lambda *trace: step(self.session, *trace)
 
-    def time(self, steps):
-        started = time.perf_counter()
-        for _ in range(steps):
+    def time(self, steps, min_seconds=0.0):
+        """One repetition: ``steps`` steps, more if they take under ``min_seconds``."""
+        started, done = time.perf_counter(), 0
+        while done < steps or time.perf_counter() - started < min_seconds:
             self.step()
-        self.times.append((time.perf_counter() - started) / steps)
+            done += 1
+        self.times.append((time.perf_counter() - started) / done)
+
+    def trace(self):
+        """Run one traced step; returns {device: (ops, summed op microseconds)}, iterator waits."""
+        metadata = tf.RunMetadata()
+        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        self.step(options, metadata)
+        devices, waits = {}, []
+        for stats in metadata.step_stats.dev_stats:
+            micros = sum(n.all_end_rel_micros for n in stats.node_stats)
+            devices[stats.device] = (len(stats.node_stats), micros)
+            waits.extend(n.all_end_rel_micros for n in stats.node_stats
+                         if n.node_name.split(":")[0].split("/")[-1].startswith("IteratorGetNext"))
+        return devices, waits
 
     @property
     def median(self):
@@ -68,15 +88,15 @@ def plain(batch):
         with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
             train = tf.train.AdamOptimizer(1e-3).minimize(model.loss)
         feed = model.feed_dict(batch)
-        return lambda session: session.run(train, feed)
+        return lambda session, *trace: session.run(train, feed, *trace)
     return build
 
 
-def wrapper(batch, towers):
+def wrapper(batch, towers, check_finite=True):
     def build():
-        model = MultiGpuModel(CRNN, devices=cpu_devices(towers))
+        model = MultiGpuModel(CRNN, devices=cpu_devices(towers), check_finite=check_finite)
         feed = model.feed_dict(model.split(batch))
-        return lambda session: session.run(model.objective, feed)
+        return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
 
 
@@ -105,7 +125,7 @@ def mirrored(batch, towers):
         feed = {}
         for model, shard in zip(models, shards):
             feed.update(model.feed_dict(shard))
-        return lambda session: session.run(train, feed)
+        return lambda session, *trace: session.run(train, feed, *trace)
     return build
 
 
@@ -126,7 +146,7 @@ def feed_free(batch, towers, cached):
                                      devices=cpu_devices(towers))
         model = MultiGpuModel(CRNN, devices=cpu_devices(towers), input_fn=input_fn)
         feed = dict((m.training, True) for m in model.models)
-        return lambda session: session.run(model.objective, feed)
+        return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
 
 
@@ -146,17 +166,19 @@ class Embedding(object):
         return {self.ids: batch["ids"], self.y: batch["y"]}
 
 
-def embedding(rows, towers):
+def embedding(rows, towers, adam=False):
     def build():
         # Momentum applies sparse updates row by row; v1 Adam decays every row of its
-        # slots each step by design, which would measure Adam rather than the wrapper.
+        # slots each step by design, which would measure Adam rather than the wrapper
+        # (the full run shows it as embedding_2m_adam).
+        optimizer = tf.train.AdamOptimizer(1e-3) if adam else tf.train.MomentumOptimizer(0.1, 0.9)
         model = MultiGpuModel(Embedding, devices=cpu_devices(towers), rows=rows,
-                              optimizer=tf.train.MomentumOptimizer(0.1, 0.9))
+                              optimizer=optimizer)
         rng = np.random.RandomState(0)
         batch = {"ids": rng.randint(0, 20000, size=(32, 8)).astype(np.int32),
                  "y": rng.randn(32).astype(np.float32)}
         feed = model.feed_dict(model.split(batch))
-        return lambda session: session.run(model.objective, feed)
+        return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
 
 
@@ -167,9 +189,11 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=None, help="steps timed per repetition")
     parser.add_argument("--batch-size", type=int, default=32, help="global batch")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--profile", action="store_true",
+                        help="trace one step per configuration (op time, iterator waits)")
     args = parser.parse_args(argv)
-    reps = args.reps or (3 if args.quick else 7)
-    steps = args.steps or (5 if args.quick else 15)
+    reps = args.reps or (3 if args.quick else 9)
+    steps = args.steps or (5 if args.quick else 10)
     batch = synthetic_batch(args.batch_size)
 
     builders = [("plain", plain(batch)), ("wrapper_1", wrapper(batch, 1)),
@@ -178,6 +202,11 @@ def main(argv=None):
                 ("pipeline_2", feed_free(batch, 2, cached=False)),
                 ("cached_2", feed_free(batch, 2, cached=True)),
                 ("embedding_20k", embedding(20000, 2)), ("embedding_2m", embedding(2000000, 2))]
+    if not args.quick:  # diagnostics: what the finite check costs, 4 replicas, Adam's slots
+        builders += [("wrapper_1_unchecked", wrapper(batch, 1, check_finite=False)),
+                     ("mirrored_4", mirrored(batch, 4)),
+                     ("embedding_20k_adam", embedding(20000, 2, adam=True)),
+                     ("embedding_2m_adam", embedding(2000000, 2, adam=True))]
     configs = []
     for name, build in builders:
         sys.stderr.write("building %s\n" % name)
@@ -190,9 +219,12 @@ def main(argv=None):
             config.step()
     for rep in range(reps):
         sys.stderr.write("repetition %d/%d\n" % (rep + 1, reps))
-        for config in configs:
-            config.time(steps)
+        shift = rep % len(configs)  # A B C, B C A, ...: no configuration always runs first
+        for config in configs[shift:] + configs[:shift]:
+            config.time(steps, min_seconds=0.3)
     median = dict((c.name, c.median) for c in configs)
+    traces = collections.OrderedDict((c.name, c.trace()) for c in configs) if args.profile \
+        else {}
 
     def ratio(a, b):
         return median[a] / median[b] if a in median and b in median else None
@@ -206,17 +238,33 @@ def main(argv=None):
         "input_wait_fraction": (max(0.0, 1 - median["cached_2"] / median["pipeline_2"])
                                 if "cached_2" in median and "pipeline_2" in median else None),
         "embedding_2m_vs_20k": ratio("embedding_2m", "embedding_20k"),
+        "wrapper1_unchecked_vs_plain": ratio("wrapper_1_unchecked", "plain"),
+        "wrapper4_vs_mirrored4": ratio("wrapper_4", "mirrored_4"),
+        "embedding_2m_vs_20k_adam": ratio("embedding_2m_adam", "embedding_20k_adam"),
     }
+    if "pipeline_2" in traces:
+        # Direct measure: the longest IteratorGetNext of the towers in a traced step.
+        waits = traces["pipeline_2"][1]
+        ratios["iterator_wait_fraction_traced"] = (max(waits) / 1e6 / median["pipeline_2"]
+                                                   if waits else None)
+    ratios = dict((k, v) for k, v in ratios.items() if v is not None)
     print("%-16s %12s %12s" % ("configuration", "step (ms)", "vs plain"))
     for config in configs:
         vs_plain = ratio(config.name, "plain")
         print("%-16s %12.1f %12s" % (config.name, 1000 * config.median,
                                      "%.3f" % vs_plain if vs_plain else "-"))
     print("")
-    for key, value in ratios.items():
-        print("%-24s %s" % (key, "%.3f" % value if value is not None else "n/a"))
+    for key, value in sorted(ratios.items()):
+        print("%-30s %.3f" % (key, value))
+    for name, (devices, waits) in traces.items():
+        print("trace %-20s %s%s" % (name, "  ".join(
+            "%s: %d ops %.1f ms" % (d.split("device:")[-1], n, us / 1000.0)
+            for d, (n, us) in sorted(devices.items())),
+            "  IteratorGetNext %s ms" % ", ".join("%.2f" % (w / 1000.0) for w in waits)
+            if waits else ""))
     if args.json:
         report = {"ratios": ratios, "step_seconds": median,
+                  "step_seconds_all": dict((c.name, c.times) for c in configs),
                   "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                               "tensorflow": ".".join(map(str, TF_VERSION)),
                               "processor": platform.processor() or platform.machine()},
