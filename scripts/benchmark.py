@@ -2,14 +2,15 @@
 
 Every configuration trains the same CRNN on the same global batch on the same
 (virtual CPU) devices; repetitions of all configurations are interleaved
-(A B C, B C A, ...) so that machine noise hits them alike, and medians are
-reported. Usage::
+(A B C, B C A, ...) in many short repetitions so that machine noise hits them
+alike; step times are medians, ratios are medians of the per-repetition ratios. Usage::
 
     python scripts/benchmark.py --quick --json out.json      # about a minute
     python scripts/benchmark.py --json out.json --profile    # the figures of docs/benchmarks.md
 
-``--profile`` adds a traced step (RunMetadata) per configuration: the summed op time
-and, for the tf.data path, how long the towers' ``IteratorGetNext`` ops waited.
+``--profile`` adds traced steps (RunMetadata) per configuration: the summed op time per
+device, how long the towers' ``IteratorGetNext`` ops waited on the tf.data path, and
+where wrapper_2 and mirrored_2 spend different op time, by op type.
 """
 import argparse
 import collections
@@ -27,12 +28,23 @@ from crnn_multigpu.charset import Charset  # noqa: E402
 from crnn_multigpu.compat import TF_VERSION, tf  # noqa: E402
 from crnn_multigpu.crnn import CRNN  # noqa: E402
 from crnn_multigpu.datasets import make_batch  # noqa: E402
-from crnn_multigpu.devices import cpu_devices, session_config  # noqa: E402
+from crnn_multigpu.devices import cpu_devices, session_config, visible_gpus  # noqa: E402
 from crnn_multigpu.sharding import split_batch  # noqa: E402
 from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
 
 N_CPUS = 4
 CHARSET = Charset.default()
+USE_GPUS = []  # [True] with --gpus: towers and replicas go on real GPUs
+
+
+def bench_devices(n):
+    """The devices of an n-tower configuration: n virtual CPUs, or the first n GPUs (--gpus)."""
+    if not USE_GPUS:
+        return cpu_devices(n)
+    gpus = visible_gpus()
+    if len(gpus) < n:
+        raise ValueError("--gpus: this configuration needs %d GPU(s), %d visible" % (n, len(gpus)))
+    return gpus[:n]
 
 
 def synthetic_batch(size, width=100, seed=0):
@@ -64,18 +76,25 @@ class Config(object):
             done += 1
         self.times.append((time.perf_counter() - started) / done)
 
-    def trace(self):
-        """Run one traced step; returns {device: (ops, summed op microseconds)}, iterator waits."""
-        metadata = tf.RunMetadata()
-        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
-        self.step(options, metadata)
-        devices, waits = {}, []
-        for stats in metadata.step_stats.dev_stats:
-            micros = sum(n.all_end_rel_micros for n in stats.node_stats)
-            devices[stats.device] = (len(stats.node_stats), micros)
-            waits.extend(n.all_end_rel_micros for n in stats.node_stats
-                         if n.node_name.split(":")[0].split("/")[-1].startswith("IteratorGetNext"))
-        return devices, waits
+    def trace(self, repeats=3):
+        """Trace ``repeats`` steps (RunMetadata); per step on average: {device: (ops, op
+        microseconds)}, the IteratorGetNext waits, and a Counter of op microseconds by op type."""
+        devices, waits, by_type = collections.defaultdict(lambda: [0, 0]), [], collections.Counter()
+        for _ in range(repeats):
+            metadata = tf.RunMetadata()
+            self.step(tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), metadata)
+            for stats in metadata.step_stats.dev_stats:
+                for node in stats.node_stats:
+                    micros = node.all_end_rel_micros / float(repeats)
+                    devices[stats.device][0] += 1.0 / repeats
+                    devices[stats.device][1] += micros
+                    if node.node_name.split(":")[0].split("/")[-1].startswith("IteratorGetNext"):
+                        waits.append(node.all_end_rel_micros)
+                    if "/host:" in stats.device:  # TF 1.x repeats the CPU ops there
+                        continue
+                    label = node.timeline_label.split(" = ")  # "name = OpType(inputs)"
+                    by_type[label[1].split("(")[0] if len(label) > 1 else "?"] += micros
+        return dict((d, tuple(v)) for d, v in devices.items()), waits, by_type
 
     @property
     def median(self):
@@ -84,9 +103,10 @@ class Config(object):
 
 def plain(batch):
     def build():
-        model = CRNN()
-        with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-            train = tf.train.AdamOptimizer(1e-3).minimize(model.loss)
+        with tf.device(bench_devices(1)[0]):
+            model = CRNN()
+            with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+                train = tf.train.AdamOptimizer(1e-3).minimize(model.loss)
         feed = model.feed_dict(batch)
         return lambda session, *trace: session.run(train, feed, *trace)
     return build
@@ -94,7 +114,7 @@ def plain(batch):
 
 def wrapper(batch, towers, check_finite=True):
     def build():
-        model = MultiGpuModel(CRNN, devices=cpu_devices(towers), check_finite=check_finite)
+        model = MultiGpuModel(CRNN, devices=bench_devices(towers), check_finite=check_finite)
         feed = model.feed_dict(model.split(batch))
         return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
@@ -104,8 +124,9 @@ def mirrored(batch, towers):
     """tf.distribute.MirroredStrategy in v1 graph mode with per-replica placeholders."""
     def build():
         strategy = tf.distribute.MirroredStrategy(
-            devices=cpu_devices(towers),
-            cross_device_ops=tf.distribute.ReductionToOneDevice(reduce_to_device="/cpu:0"))
+            devices=bench_devices(towers),
+            cross_device_ops=None if USE_GPUS else  # GPUs: its default, NCCL all-reduce
+            tf.distribute.ReductionToOneDevice(reduce_to_device="/cpu:0"))
         models = []
 
         def replica_step():
@@ -143,8 +164,8 @@ def feed_free(batch, towers, cached):
         else:
             from crnn_multigpu.datasets.pipeline import make_input_fn
             input_fn = make_input_fn(batch, CHARSET, len(batch.texts), towers,
-                                     devices=cpu_devices(towers))
-        model = MultiGpuModel(CRNN, devices=cpu_devices(towers), input_fn=input_fn)
+                                     devices=bench_devices(towers))
+        model = MultiGpuModel(CRNN, devices=bench_devices(towers), input_fn=input_fn)
         feed = dict((m.training, True) for m in model.models)
         return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
@@ -172,7 +193,7 @@ def embedding(rows, towers, adam=False):
         # slots each step by design, which would measure Adam rather than the wrapper
         # (the full run shows it as embedding_2m_adam).
         optimizer = tf.train.AdamOptimizer(1e-3) if adam else tf.train.MomentumOptimizer(0.1, 0.9)
-        model = MultiGpuModel(Embedding, devices=cpu_devices(towers), rows=rows,
+        model = MultiGpuModel(Embedding, devices=bench_devices(towers), rows=rows,
                               optimizer=optimizer)
         rng = np.random.RandomState(0)
         batch = {"ids": rng.randint(0, 20000, size=(32, 8)).astype(np.int32),
@@ -180,6 +201,18 @@ def embedding(rows, towers, adam=False):
         feed = model.feed_dict(model.split(batch))
         return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
+
+
+def print_op_differences(wrapper_ops, mirrored_ops, min_micros=1000):
+    """Where the traced op time of wrapper_2 and mirrored_2 differs, by op type."""
+    print("\nop time by type per step, mean of 3 traced steps (ms): wrapper_2 %.1f, mirrored_2 %.1f"
+          % (sum(wrapper_ops.values()) / 1e3, sum(mirrored_ops.values()) / 1e3))
+    op_types = set(wrapper_ops) | set(mirrored_ops)
+    differences = [(mirrored_ops[t] - wrapper_ops[t], t) for t in op_types]
+    for difference, op_type in sorted(differences, reverse=True):
+        if abs(difference) >= min_micros:
+            print("  %-28s wrapper %8.1f  mirrored %8.1f" % (
+                op_type, wrapper_ops[op_type] / 1e3, mirrored_ops[op_type] / 1e3))
 
 
 def main(argv=None):
@@ -190,10 +223,15 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32, help="global batch")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--profile", action="store_true",
-                        help="trace one step per configuration (op time, iterator waits)")
+                        help="trace 3 steps per configuration (op time, iterator waits, op types)")
+    parser.add_argument("--gpus", action="store_true",
+                        help="put towers and replicas on the visible GPUs instead of virtual CPUs")
     args = parser.parse_args(argv)
-    reps = args.reps or (3 if args.quick else 9)
-    steps = args.steps or (5 if args.quick else 10)
+    USE_GPUS[:] = [True] if args.gpus else []
+    # Many short repetitions: the shared VM's noise comes in bursts of seconds, and a
+    # ratio of two configurations is taken per repetition, seconds apart.
+    reps = args.reps or (6 if args.quick else 25)
+    steps = args.steps or (2 if args.quick else 4)
     batch = synthetic_batch(args.batch_size)
 
     builders = [("plain", plain(batch)), ("wrapper_1", wrapper(batch, 1)),
@@ -214,6 +252,9 @@ def main(argv=None):
             configs.append(Config(name, build))
         except Exception as error:  # a peer that does not build here is reported, not fatal
             sys.stderr.write("  %s could not be built: %s\n" % (name, str(error).splitlines()[0]))
+    if not configs:
+        sys.stderr.write("error: no configuration could be built (see above)\n")
+        return 2
     for config in configs:
         for _ in range(3):  # warm-up: graph optimisation, allocator, thread pools
             config.step()
@@ -226,8 +267,14 @@ def main(argv=None):
     traces = collections.OrderedDict((c.name, c.trace()) for c in configs) if args.profile \
         else {}
 
+    times = dict((c.name, np.array(c.times)) for c in configs)
+
     def ratio(a, b):
-        return median[a] / median[b] if a in median and b in median else None
+        """Median of the per-repetition ratios: within a repetition a and b ran seconds
+        apart, so slow drift of a shared machine cancels better than in a ratio of medians."""
+        if a not in times or b not in times:
+            return None
+        return float(np.median(times[a] / times[b]))
 
     ratios = {
         "wrapper1_vs_plain": ratio("wrapper_1", "plain"),
@@ -235,7 +282,10 @@ def main(argv=None):
         "towers4_vs_towers1": ratio("wrapper_4", "wrapper_1"),
         "wrapper_vs_mirrored": ratio("wrapper_2", "mirrored_2"),
         "pipeline_vs_feed_dict": ratio("pipeline_2", "feed_dict_2"),
-        "input_wait_fraction": (max(0.0, 1 - median["cached_2"] / median["pipeline_2"])
+        # feed_dict_2 and wrapper_2 are the same configuration: how far apart they land
+        # is this run's noise floor, against which every other ratio should be read.
+        "identical_configs": ratio("feed_dict_2", "wrapper_2"),
+        "input_wait_fraction": (max(0.0, 1 - 1 / ratio("pipeline_2", "cached_2"))
                                 if "cached_2" in median and "pipeline_2" in median else None),
         "embedding_2m_vs_20k": ratio("embedding_2m", "embedding_20k"),
         "wrapper1_unchecked_vs_plain": ratio("wrapper_1_unchecked", "plain"),
@@ -256,12 +306,14 @@ def main(argv=None):
     print("")
     for key, value in sorted(ratios.items()):
         print("%-30s %.3f" % (key, value))
-    for name, (devices, waits) in traces.items():
+    for name, (devices, waits, _) in traces.items():
         print("trace %-20s %s%s" % (name, "  ".join(
             "%s: %d ops %.1f ms" % (d.split("device:")[-1], n, us / 1000.0)
             for d, (n, us) in sorted(devices.items())),
             "  IteratorGetNext %s ms" % ", ".join("%.2f" % (w / 1000.0) for w in waits)
             if waits else ""))
+    if "wrapper_2" in traces and "mirrored_2" in traces:
+        print_op_differences(traces["wrapper_2"][2], traces["mirrored_2"][2])
     if args.json:
         report = {"ratios": ratios, "step_seconds": median,
                   "step_seconds_all": dict((c.name, c.times) for c in configs),

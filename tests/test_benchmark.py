@@ -1,0 +1,43 @@
+"""scripts/benchmark.py keeps running on this stack and writes the ratios others compare.
+
+A smoke run (one repetition of one step): it checks that every configuration
+builds and trains and that the JSON has its documented shape; the figures of a
+run this short are not meaningful and are not asserted.
+"""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RATIO_KEYS = ("wrapper1_vs_plain", "towers2_vs_towers1", "wrapper_vs_mirrored",
+              "input_wait_fraction", "embedding_2m_vs_20k")
+CONFIGURATIONS = ("plain", "wrapper_1", "wrapper_2", "wrapper_4", "mirrored_2", "feed_dict_2",
+                  "pipeline_2", "cached_2", "embedding_20k", "embedding_2m")
+
+
+def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_path):
+    out = str(tmp_path / "bench.json")
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "benchmark.py"), "--quick", "--reps", "1",
+         "--steps", "1", "--batch-size", "8", "--profile", "--json", out],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "could not be built" not in result.stderr, result.stderr[-3000:]
+    report = json.load(open(out))
+    for key in RATIO_KEYS:
+        assert isinstance(report["ratios"][key], float) and report["ratios"][key] >= 0, key
+    assert set(CONFIGURATIONS) <= set(report["step_seconds"]), report["step_seconds"].keys()
+    assert all(seconds > 0 for seconds in report["step_seconds"].values())
+    assert report["settings"]["batch_size"] == 8
+    assert "op time by type per step" in result.stdout  # the wrapper/Mirrored profile
+
+
+def test_gpu_mode_on_a_machine_without_enough_gpus_says_so():
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "benchmark.py"), "--quick", "--gpus"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+        timeout=300, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "--gpus: this configuration needs 1 GPU(s), 0 visible" in result.stderr
+    assert "no configuration could be built" in result.stderr
