@@ -221,11 +221,12 @@ class Trainer(object):
             self.history.append((step, float(last["loss"])))
             return True
         except tf.errors.OpError as error:
-            source_error = getattr(self.input_fn, "source_error", lambda: None)()
-            if NONFINITE_MESSAGE not in str(error) and source_error is not None:
-                raise source_error  # the data source's own exception, e.g. too many bad images
-            if not isinstance(error, tf.errors.InvalidArgumentError) or \
-                    NONFINITE_MESSAGE not in str(error):
+            nonfinite = isinstance(error, tf.errors.InvalidArgumentError) and \
+                NONFINITE_MESSAGE in str(error)
+            if not nonfinite:
+                source_error = getattr(self.input_fn, "source_error", lambda: None)()
+                if source_error is not None:
+                    raise source_error  # the data source's own exception, e.g. bad images
                 raise
             if self.on_nonfinite == "stop":
                 raise NonFiniteLossError(

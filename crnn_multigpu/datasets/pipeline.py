@@ -16,12 +16,14 @@ import collections
 import os
 import threading
 from concurrent.futures import Future
+from contextlib import nullcontext
 
 import numpy as np
 
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets.batching import Batch, batch_indices
 from crnn_multigpu.datasets.steps import StepBatches
+from crnn_multigpu.devices import first_devices
 from crnn_multigpu.sharding import split_batch
 
 INPUT_NAMES = ("images", "widths", "labels", "label_lengths")
@@ -84,7 +86,8 @@ class StepShards(object):
     def __init__(self, batch_for_step, n_towers, keep=64, thread_safe=True):
         self.batch_for_step, self.n_towers, self.keep = batch_for_step, n_towers, keep
         self._lock = threading.Lock()
-        self._serial = None if thread_safe else threading.Lock()
+        # A source that is not thread-safe is called by one thread at a time.
+        self._serial = nullcontext() if thread_safe else threading.Lock()
         self._entries = collections.OrderedDict()  # step -> [Future, set of towers served]
         self.error = None  # the first Python exception of the source, for a readable message
 
@@ -98,10 +101,7 @@ class StepShards(object):
         future = entry[0]
         if owner:
             try:
-                if self._serial is not None:
-                    with self._serial:
-                        shards = split_batch(self.batch_for_step(step), self.n_towers)
-                else:
+                with self._serial:
                     shards = split_batch(self.batch_for_step(step), self.n_towers)
                 future.set_result([tuple(np.asarray(getattr(s, n), d)
                                          for n, d in zip(INPUT_NAMES, _DTYPES)) for s in shards])
@@ -157,13 +157,6 @@ def _options():
     return options
 
 
-def default_devices(n_towers):
-    """The towers' devices when none are given: the first GPUs, else virtual CPUs."""
-    from crnn_multigpu.devices import cpu_devices, visible_gpus
-    gpus = visible_gpus()
-    return gpus[:n_towers] if len(gpus) >= n_towers else cpu_devices(n_towers)
-
-
 def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0, start_step=0,
                   prefetch=2, devices=None, parallel_calls=None, to_device=True):
     """A ``MultiGpuModel`` ``input_fn(tower_index, n_towers) -> dict`` of tensors from ``tf.data``.
@@ -188,7 +181,7 @@ def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0
     batch_for_step, thread_safe = step_source(source, charset, batch_size, n_towers,
                                               fixed_width, seed)
     shards = StepShards(batch_for_step, n_towers, thread_safe=thread_safe)
-    devices = list(devices) if devices is not None else default_devices(n_towers)
+    devices = list(devices) if devices is not None else first_devices(n_towers)
     if len(devices) != n_towers:
         raise ValueError("make_input_fn got %d device(s) for %d tower(s)" % (len(devices), n_towers))
     parallel = parallel_calls or max(1, min(4, os.cpu_count() or 1))
