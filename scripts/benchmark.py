@@ -5,7 +5,7 @@ Every configuration trains the same CRNN on the same global batch on the same
 (A B C, B C A, ...) in many short repetitions so that machine noise hits them
 alike; step times are medians, ratios are medians of the per-repetition ratios. Usage::
 
-    python scripts/benchmark.py --quick --json out.json      # about a minute
+    python scripts/benchmark.py --quick --json out.json      # 1-2 minutes
     python scripts/benchmark.py --json out.json --profile    # the figures of docs/benchmarks.md
 
 ``--profile`` adds traced steps (RunMetadata) per configuration: the summed op time per
@@ -217,7 +217,7 @@ def print_op_differences(wrapper_ops, mirrored_ops, min_micros=1000):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (1-2 minutes)")
     parser.add_argument("--reps", type=int, default=None, help="interleaved repetitions")
     parser.add_argument("--steps", type=int, default=None, help="steps timed per repetition")
     parser.add_argument("--batch-size", type=int, default=32, help="global batch")

@@ -11,7 +11,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATIO_KEYS = ("wrapper1_vs_plain", "towers2_vs_towers1", "wrapper_vs_mirrored",
-              "input_wait_fraction", "embedding_2m_vs_20k")
+              "input_wait_fraction", "embedding_2m_vs_20k", "identical_configs")
 CONFIGURATIONS = ("plain", "wrapper_1", "wrapper_2", "wrapper_4", "mirrored_2", "feed_dict_2",
                   "pipeline_2", "cached_2", "embedding_20k", "embedding_2m")
 
