@@ -1,0 +1,109 @@
+"""scripts/pdf_words.py on a hand-written PDF: words, labels, crop sizes, errors.
+
+Needs poppler-utils (pdftotext, pdftoppm); CI installs it. No TensorFlow here.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+from crnn_multigpu.datasets import open_dataset
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "pdf_words.py")
+SIZE, DPI = 24, 100
+LINES = ["Hello world 42 x-ray", "ABCDEFGHIJKLMNOPQRSTUVWXYZ Zebra"]
+# Punctuated and over-long (26 characters) words are dropped; labels are lower case.
+EXPECTED = ["hello", "world", "42", "zebra"]
+
+
+def write_pdf(path, lines):
+    """A one-page PDF showing ``lines`` in the standard Helvetica font."""
+    text = "".join("BT /F1 %d Tf 72 %d Td (%s) Tj ET\n" % (SIZE, 700 - 50 * i, line)
+                   for i, line in enumerate(lines)).encode("ascii")
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n%sendstream" % (len(text), text),
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]
+    data, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(data))
+        data += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(data)
+    data += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    data += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    data += (b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n"
+             % (len(objects) + 1, xref))
+    with open(path, "wb") as handle:
+        handle.write(data)
+
+
+def run_script(*args, **kwargs):
+    return subprocess.run([sys.executable, SCRIPT] + [str(a) for a in args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, **kwargs)
+
+
+@pytest.fixture
+def pdf(tmp_path):
+    missing = [tool for tool in ("pdftotext", "pdftoppm") if shutil.which(tool) is None]
+    if missing:
+        pytest.fail("%s not found: these tests need poppler (apt-get install poppler-utils)"
+                    % " and ".join(missing))
+    path = str(tmp_path / "doc.pdf")
+    write_pdf(path, LINES)
+    return path
+
+
+def test_words_labels_and_crops(pdf, tmp_path):
+    out = tmp_path / "set"
+    result = run_script("--out", out, "--dpi", DPI, pdf)
+    assert result.returncode == 0, result.stderr
+    assert "1 PDFs, 1 pages, 6 words found, 4 usable, 4 kept" in result.stdout
+    dataset = open_dataset(str(out))
+    assert list(dataset.texts) == EXPECTED
+    em = SIZE * DPI / 72.0
+    for index, text in enumerate(EXPECTED):
+        with Image.open(dataset.image_path(index)) as image:
+            width, height = image.size
+            ink = image.convert("L").getextrema()
+        assert 0.8 * em <= height <= 1.6 * em, (text, image.size)
+        assert 0.3 * em * len(text) <= width <= 1.0 * em * len(text) + 10, (text, image.size)
+        assert ink[0] < 100 and ink[1] > 200, "%s: no dark text on a light page %s" % (text, ink)
+        assert dataset[index][0].shape[0] == 32
+    with open(str(out / "sources.tsv")) as handle:
+        assert [line.split("\t")[2] for line in handle] == ["1"] * 4
+
+
+def test_sampling_is_seeded(pdf, tmp_path):
+    labels = []
+    for name, seed in (("a", 3), ("b", 3)):
+        result = run_script("--out", tmp_path / name, "--max-words", 2, "--seed", seed, pdf)
+        assert result.returncode == 0, result.stderr
+        labels.append(list(open_dataset(str(tmp_path / name)).texts))
+    assert labels[0] == labels[1] and len(labels[0]) == 2 and set(labels[0]) <= set(EXPECTED)
+
+
+def test_clear_errors(pdf, tmp_path):
+    listing = tmp_path / "sources.txt"
+    listing.write_text(u"# comment\nsome-doc-package /nonexistent/manual.pdf\n")
+    result = run_script("--out", tmp_path / "x", "--from-list", listing)
+    assert result.returncode != 0 and "apt-get install some-doc-package" in result.stderr
+
+    bad = tmp_path / "broken.pdf"
+    bad.write_bytes(b"not a pdf at all")
+    result = run_script("--out", tmp_path / "x", str(bad))
+    assert result.returncode != 0 and "cannot read PDF %s" % bad in result.stderr
+
+    reserved = tmp_path / "libtasn1.pdf"
+    shutil.copy(pdf, str(reserved))
+    result = run_script("--out", tmp_path / "x", str(reserved))
+    assert result.returncode != 0 and "reserved" in result.stderr
+
+    empty_path = dict(os.environ, PATH=str(tmp_path))
+    result = run_script("--out", tmp_path / "x", pdf, env=empty_path)
+    assert result.returncode != 0 and "apt-get install poppler-utils" in result.stderr
