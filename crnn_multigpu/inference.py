@@ -31,11 +31,16 @@ class Recognizer(object):
       run_dir: the ``--out`` directory of ``crnn-train`` (config.json + checkpoints/).
       beam_width: 0/1 greedy decoding, >1 CTC beam search.
       checkpoint: a specific checkpoint path prefix instead of the newest.
+      lexicon: optional :class:`~crnn_multigpu.lexicon.LexiconDecoder` for this model's
+        charset (also settable later as ``recognizer.lexicon``): every transcription
+        is then post-processed by it, and its log probability is log p(text | image)
+        summed over all CTC alignments instead of that of the best path.
     """
 
-    def __init__(self, run_dir, beam_width=0, checkpoint=None):
+    def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None):
         self.config = load_config(run_dir)
         self.charset = Charset(self.config["charset"])
+        self.lexicon = lexicon
         self.image_width = self.config.get("image_width")
         self.checkpoint = checkpoint or require_checkpoint(run_dir)
         self.graph = tf.Graph()
@@ -47,15 +52,45 @@ class Recognizer(object):
         log.info("restored %s", self.checkpoint)
 
     @property
+    def lexicon(self):
+        """The :class:`~crnn_multigpu.lexicon.LexiconDecoder` applied to every output, or None."""
+        return self._lexicon
+
+    @lexicon.setter
+    def lexicon(self, decoder):
+        if decoder is not None and decoder.charset != self.charset:
+            raise ValueError("the lexicon was fitted to charset %r but the model reads %r"
+                             % (decoder.charset, self.charset))
+        self._lexicon = decoder
+
+    @property
     def time_steps(self):
         """Time steps of the fixed image width, or None when widths vary."""
         return CRNN.time_steps(self.image_width) if self.image_width else None
 
+    def _run(self, batch, frames):
+        """(texts, log probabilities, per-image frame log-probabilities or None) of a ``Batch``."""
+        fetches = [self.model.predict, self.model.log_prob]
+        if frames:
+            fetches += [self.model.log_probs_per_frame, self.model.seq_lengths]
+        values = self.session.run(fetches, self.model.feed_dict(batch, training=False))
+        texts, log_probs = decode_rows(self.charset, values[0]), [float(p) for p in values[1]]
+        if not frames:
+            return texts, log_probs, None
+        per_frame, lengths = values[2], values[3]  # [T, B, C], [B]
+        return texts, log_probs, [per_frame[:n, i] for i, n in enumerate(lengths)]
+
+    def frame_log_probs(self, batch):
+        """Per-image log-probabilities ``[T_i, num_classes]`` (valid frames; blank last)."""
+        return self._run(batch, frames=True)[2]
+
     def recognize_batch(self, batch):
-        """Texts and log probabilities for a ``Batch``."""
-        ids, log_prob = self.session.run([self.model.predict, self.model.log_prob],
-                                         self.model.feed_dict(batch, training=False))
-        return decode_rows(self.charset, ids), [float(p) for p in log_prob]
+        """Texts and log probabilities for a ``Batch`` (through the lexicon when there is one)."""
+        texts, log_probs, frames = self._run(batch, frames=self.lexicon is not None)
+        if self.lexicon is not None:
+            decoded = [self.lexicon.decode(text, rows) for text, rows in zip(texts, frames)]
+            texts, log_probs = [d[0] for d in decoded], [d[1] for d in decoded]
+        return texts, log_probs
 
     def recognize_arrays(self, arrays, batch_size=64):
         """Recognise normalised image arrays ([32, w] from ``load_image``)."""

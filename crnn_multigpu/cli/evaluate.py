@@ -18,8 +18,41 @@ def build_parser():
     parser.add_argument("--beam-width", type=int, default=0, help="0: greedy; >1: CTC beam search")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--picture", help="write a PNG of sample predictions here")
+    add_lexicon_arguments(parser)
     parser.add_argument("--verbose", action="store_true")
     return parser
+
+
+def add_lexicon_arguments(parser):
+    """--lexicon, --lexicon-delta, --lexicon-search (shared with crnn-predict)."""
+    parser.add_argument("--lexicon", metavar="FILE",
+                        help="read only words of this UTF-8 file (one per line): the most probable "
+                             "word near the unconstrained output (CRNN paper, 2.3.2)")
+    parser.add_argument("--lexicon-delta", type=int, default=3, metavar="N",
+                        help="candidates are lexicon words within edit distance N of the "
+                             "unconstrained output; none: keep that output (default 3)")
+    parser.add_argument("--lexicon-search", choices=("auto", "all", "nearest"), default="auto",
+                        help="all: score every lexicon word (exact); nearest: only those within "
+                             "--lexicon-delta; auto (default): all for lexicons of <= 1000 words")
+
+
+def lexicon_words(args):
+    """The words of --lexicon, or None; read before the model loads so a bad file fails fast."""
+    if args.lexicon is None:
+        return None
+    if args.lexicon_delta < 0:
+        raise ValueError("--lexicon-delta must be >= 0, got %d" % args.lexicon_delta)
+    from crnn_multigpu.lexicon import read_lexicon
+    return read_lexicon(args.lexicon)
+
+
+def lexicon_decoder(args, words, charset):
+    """The LexiconDecoder of the lexicon flags for a model's charset, or None without words."""
+    if words is None:
+        return None
+    from crnn_multigpu.lexicon import LexiconDecoder
+    return LexiconDecoder(words, charset, delta=args.lexicon_delta, search=args.lexicon_search,
+                          name="lexicon %s" % args.lexicon)
 
 
 def resolve_run(path):
@@ -35,10 +68,12 @@ def resolve_run(path):
 def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
+    words = lexicon_words(args)
     from crnn_multigpu.datasets import open_dataset
     from crnn_multigpu.inference import Recognizer
     run_dir, checkpoint = resolve_run(args.checkpoint)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
+    recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
     # Labels outside the charset cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
 
@@ -54,6 +89,8 @@ def main_body(argv=None):
                         [e[2] for e in examples], args.picture)
         sys.stderr.write("wrote %s\n" % args.picture)
     figures["checkpoint"] = recognizer.checkpoint
+    if recognizer.lexicon is not None:
+        figures.update(lexicon=args.lexicon, lexicon_words=len(recognizer.lexicon))
     print(json.dumps(figures, sort_keys=True))
     return 0
 

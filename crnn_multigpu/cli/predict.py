@@ -3,7 +3,8 @@ import argparse
 import sys
 
 from crnn_multigpu.cli.common import run_main, setup_logging
-from crnn_multigpu.cli.evaluate import resolve_run
+from crnn_multigpu.cli.evaluate import (add_lexicon_arguments, lexicon_decoder, lexicon_words,
+                                        resolve_run)
 
 
 def build_parser():
@@ -13,6 +14,7 @@ def build_parser():
     parser.add_argument("--beam-width", type=int, default=0, help="0: greedy; >1: CTC beam search")
     parser.add_argument("--picture", help="write a PNG grid of the inputs with their predictions")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
+    add_lexicon_arguments(parser)
     parser.add_argument("--verbose", action="store_true")
     return parser
 
@@ -20,10 +22,12 @@ def build_parser():
 def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
+    words = lexicon_words(args)
     from crnn_multigpu.datasets import load_image
     from crnn_multigpu.inference import Recognizer
     run_dir, checkpoint = resolve_run(args.checkpoint)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
+    recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
     readable, arrays, failed = [], [], 0
     for path in args.images:
         try:
