@@ -2,6 +2,8 @@
 
     python -m crnn_multigpu.cli.generate --out data/train --count 100000
     python -m crnn_multigpu.cli.generate --out data/val --count 2000 --seed 1 --fonts heldout
+    python -m crnn_multigpu.cli.generate --out data/synth --lazy --count 1000000
+    python -m crnn_multigpu.cli.generate --list-fonts
 
 Sample ``i`` depends only on ``--seed`` and ``i`` (``--start`` shifts the
 indices), so a dataset can be rendered in pieces and still be reproducible.
@@ -12,8 +14,8 @@ import sys
 import time
 
 from crnn_multigpu.cli.common import run_main, setup_logging
+from crnn_multigpu.datasets.fonts import FONT_SIDES
 
-FONT_CHOICES = ("all", "train", "heldout")
 
 
 def build_parser():
@@ -21,7 +23,9 @@ def build_parser():
         prog="crnn-generate",
         description="Render synthetic text-line images with their labels, in the folder format "
                     "(images/*.png + labels.txt) or the crnn.pytorch LMDB format.")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    parser.add_argument("--out", metavar="DIR", help="output folder (required unless --list-fonts)")
+    parser.add_argument("--list-fonts", action="store_true",
+                        help="list the font families found, with their side of the split, and exit")
     parser.add_argument("--count", type=int, default=1000, metavar="N",
                         help="number of images (default: %(default)s)")
     parser.add_argument("--start", type=int, default=0, metavar="I",
@@ -32,22 +36,35 @@ def build_parser():
     parser.add_argument("--font-dir", action="append", metavar="DIR",
                         help="folder searched recursively for .ttf/.otf fonts; repeatable "
                              "(default: $CRNN_FONT_DIRS or the system font folders)")
-    parser.add_argument("--fonts", choices=FONT_CHOICES, default="all",
-                        help="which side of the deterministic train/held-out font split to use "
-                             "(default: %(default)s)")
-    parser.add_argument("--holdout-fraction", type=float, default=0.25,
-                        help="share of fonts held out by the split (default: %(default)s)")
+    parser.add_argument("--fonts", choices=FONT_SIDES, default="all",
+                        help="which side of the deterministic train/held-out split (by font "
+                             "family) to use (default: %(default)s)")
+    parser.add_argument("--holdout-fraction", type=float, default=0.2,
+                        help="share of font families held out by the split (default: %(default)s)")
+    parser.add_argument("--include-reserved", action="store_true",
+                        help="also use the families reserved for independent evaluation "
+                             "(Liberation, FreeFont, URW base35, TeX Gyre, Computer/Latin Modern)")
+    parser.add_argument("--words", metavar="FILE",
+                        help="word list, one word (or word<TAB>count) per line (default: the "
+                             "system list, /usr/share/dict)")
     parser.add_argument("--min-len", type=int, default=1, help="shortest text (default: 1)")
     parser.add_argument("--max-len", type=int, default=10, help="longest text (default: 10)")
     parser.add_argument("--difficulty", type=float, default=0.5,
                         help="distortion strength from 0 (clean) to 1 (default: %(default)s)")
     parser.add_argument("--format", choices=("folder", "lmdb"), default="folder",
                         help="output format (default: %(default)s)")
+    parser.add_argument("--lazy", action="store_true",
+                        help="write only a recipe (synthetic.json): images are rendered when "
+                             "read, e.g. by crnn-train, so --count can be millions")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing dataset in --out")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser
 
 
 def _check_arguments(args):
+    if not args.out and not args.list_fonts:
+        raise ValueError("--out is required: the folder to write the dataset to")
     if args.count < 1:
         raise ValueError("--count must be at least 1, got %d" % args.count)
     if args.start < 0:
@@ -57,22 +74,37 @@ def _check_arguments(args):
                          % (args.min_len, args.max_len))
     if not 0.0 <= args.difficulty <= 1.0:
         raise ValueError("--difficulty must be between 0 and 1, got %s" % args.difficulty)
+    if not 0.0 <= args.holdout_fraction < 1.0:
+        raise ValueError("--holdout-fraction must be in [0, 1), got %s" % args.holdout_fraction)
     for font_dir in args.font_dir or ():
         if not os.path.isdir(font_dir):
             raise FileNotFoundError("--font-dir %s is not a folder" % font_dir)
+    existing = [name for name in ("labels.txt", "data.mdb", "synthetic.json")
+                if args.out and os.path.exists(os.path.join(args.out, name))]
+    if existing and not args.overwrite:
+        raise ValueError("%s already holds a dataset (%s); pass --overwrite to replace it or "
+                         "choose another --out" % (args.out, existing[0]))
 
 
-def _pick_fonts(args, charset):
-    from crnn_multigpu.datasets import find_fonts, split_fonts
-    fonts = find_fonts(args.font_dir, chars=charset.chars)
-    if args.fonts == "all":
-        return fonts
-    train_fonts, heldout_fonts = split_fonts(fonts, args.holdout_fraction, seed=0)
-    chosen = train_fonts if args.fonts == "train" else heldout_fonts
-    if not chosen:
-        raise ValueError("--fonts %s selects no font: only %d usable font(s) found; add fonts "
-                         "with --font-dir or use --fonts all" % (args.fonts, len(fonts)))
-    return chosen
+def list_fonts(args, charset):
+    """Print every font family found, its faces and its side of the split; returns 0."""
+    from crnn_multigpu.datasets.fonts import (find_fonts, font_family, is_reserved, split_fonts,
+                                              superfamily)
+    fonts = find_fonts(args.font_dir, chars=charset.chars, include_reserved=True)
+    usable = [f for f in fonts if args.include_reserved or not is_reserved(f)]
+    _, heldout = split_fonts(usable, args.holdout_fraction) if usable else ([], [])
+    families = {}
+    for path in fonts:
+        family = font_family(path)
+        side = "reserved" if path not in usable else "heldout" if path in heldout else "train"
+        families.setdefault((superfamily(family), family, side), []).append(path)
+    for (_, family, side), paths in sorted(families.items()):
+        print("%-8s %-34s %3d face(s)  %s" % (side, family, len(paths), os.path.dirname(paths[0])))
+    print("%d faces in %d families (%d groups): %d for training, %d held out, %d reserved%s"
+          % (len(fonts), len(families), len(set(k[0] for k in families)),
+             len(usable) - len(heldout), len(heldout), len(fonts) - len(usable),
+             "" if args.include_reserved else " (left out; --include-reserved uses them)"))
+    return 0
 
 
 def generate(argv=None):
@@ -81,14 +113,30 @@ def generate(argv=None):
     setup_logging()
     _check_arguments(args)
     from crnn_multigpu.charset import Charset
-    from crnn_multigpu.datasets import SyntheticTextGenerator, write_dataset, write_lmdb
+    from crnn_multigpu.datasets import (SyntheticTextGenerator, write_dataset, write_lmdb,
+                                        write_recipe)
     from crnn_multigpu.datasets.synthetic import with_progress
 
+    from crnn_multigpu.datasets.fonts import select_fonts
+
     charset = Charset.from_file(args.charset) if args.charset else Charset.default()
-    fonts = _pick_fonts(args, charset)
+    if args.list_fonts:
+        return list_fonts(args, charset)
+    fonts = select_fonts(args.fonts, args.font_dir, charset.chars, args.holdout_fraction,
+                         include_reserved=args.include_reserved)
+    if args.lazy:
+        path = write_recipe(args.out, count=args.count, start=args.start, seed=args.seed,
+                            fonts=args.fonts, holdout_fraction=args.holdout_fraction,
+                            font_dirs=[os.path.abspath(d) for d in args.font_dir or ()] or None,
+                            include_reserved=args.include_reserved, min_len=args.min_len,
+                            max_len=args.max_len, difficulty=args.difficulty,
+                            words=args.words and os.path.abspath(args.words),
+                            charset="".join(charset.chars))
+        print("wrote %s: %d images in %d fonts, rendered when read" % (path, args.count, len(fonts)))
+        return 0
     generator = SyntheticTextGenerator(charset, fonts, min_len=args.min_len,
                                        max_len=args.max_len, seed=args.seed,
-                                       difficulty=args.difficulty)
+                                       difficulty=args.difficulty, words=args.words)
     every = 0 if args.quiet else max(100, min(10000, args.count // 10))
     started = time.time()
     if args.format == "folder":

@@ -1,8 +1,9 @@
 """The main job (`make train`): synthetic data, a CRNN trained on all towers, held-out evaluation.
 
-1. renders a training set with one part of the system fonts and a validation
-   set with the fonts held out from training (so the figure measures reading
-   unseen type faces, not memorised ones), both in parallel processes;
+1. renders a training set with one part of the system's font families and a
+   validation set with the families held out from training (so the figure
+   measures reading type designs it never saw, not memorised ones), real words
+   in three cases, colours and degradations, both in parallel processes;
 2. trains the default CRNN with crnn-train on every GPU, or --towers virtual CPUs;
 3. evaluates the newest checkpoint on the validation set and writes a PNG of
    sample predictions. Re-running continues an interrupted run.
@@ -29,6 +30,8 @@ def build_parser():
     parser.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1),
                         help="processes rendering the synthetic data")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--holdout-fraction", type=float, default=0.2,
+                        help="share of font families held out for validation")
     parser.add_argument("--font-dir", action="append", help="extra font folder (repeatable)")
     return parser
 
@@ -70,11 +73,16 @@ def main_body(argv=None):
     setup_logging()
     from crnn_multigpu.charset import Charset
     from crnn_multigpu.datasets import find_fonts, split_fonts
+    from crnn_multigpu.datasets.fonts import font_family
     fonts = find_fonts(args.font_dir, chars=Charset.default().chars)
-    train_fonts, heldout_fonts = split_fonts(fonts, seed=args.seed)
-    sys.stderr.write("fonts: %d for training, %d held out for validation: %s\n" % (
-        len(train_fonts), len(heldout_fonts),
-        ", ".join(os.path.basename(f) for f in heldout_fonts)))
+    train_fonts, heldout_fonts = split_fonts(fonts, args.holdout_fraction, seed=args.seed)
+    sys.stderr.write("fonts: %d faces for training, %d held out for validation, from families: "
+                     "%s\n" % (len(train_fonts), len(heldout_fonts),
+                               ", ".join(sorted(set(font_family(f) for f in heldout_fonts)))))
+    if len(fonts) < 100:
+        sys.stderr.write("warning: only %d fonts found; the figures will not reflect unseen "
+                         "typefaces well (run scripts/install_system_packages.sh as root)\n"
+                         % len(fonts))
     data_dir, run_dir = os.path.join(args.out, "data"), os.path.join(args.out, "run")
     train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
     render_parallel(train_dir, train_fonts, args.seed, args.train_count, args.workers)

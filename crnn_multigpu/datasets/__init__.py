@@ -12,12 +12,14 @@ from crnn_multigpu.datasets.folder import (LABELS_FILE, FolderDataset, read_labe
 from crnn_multigpu.datasets.fonts import find_fonts, font_supports, load_font, split_fonts
 from crnn_multigpu.datasets.images import fit_width, load_image
 from crnn_multigpu.datasets.lmdb_format import DATA_FILE, LmdbDataset, write_lmdb
-from crnn_multigpu.datasets.synthetic import (SyntheticDataset, SyntheticTextGenerator,
-                                              write_dataset)
+from crnn_multigpu.datasets.synthetic import (RECIPE_FILE, SyntheticDataset,
+                                              SyntheticTextGenerator, open_recipe, write_dataset,
+                                              write_recipe)
 
 
 def open_dataset(path, **kwargs):
-    """Open a folder dataset (has ``labels.txt``) or an LMDB dataset (has ``data.mdb``).
+    """Open a folder dataset (has ``labels.txt``), an LMDB dataset (has ``data.mdb``) or a
+    synthetic recipe (has ``synthetic.json``: images rendered when read).
 
     ``kwargs`` (charset, time_steps, height) go to the dataset class.
     """
@@ -27,8 +29,11 @@ def open_dataset(path, **kwargs):
         return FolderDataset(path, **kwargs)
     if os.path.isfile(os.path.join(path, DATA_FILE)) or os.path.basename(path) == DATA_FILE:
         return LmdbDataset(path, **kwargs)
-    raise ValueError("%s is not a dataset: expected a folder with %s (folder format) or %s "
-                     "(LMDB format)" % (path, LABELS_FILE, DATA_FILE))
+    if os.path.isfile(os.path.join(path, RECIPE_FILE)):
+        return open_recipe(path, **kwargs)
+    raise ValueError("%s is not a dataset: expected a folder with %s (folder format), %s "
+                     "(LMDB format) or %s (synthetic recipe)"
+                     % (path, LABELS_FILE, DATA_FILE, RECIPE_FILE))
 
 
 __all__ = [
@@ -36,4 +41,5 @@ __all__ = [
     "prefetch", "FolderDataset", "read_labels", "write_labels", "find_fonts", "font_supports",
     "load_font", "split_fonts", "fit_width", "load_image", "LmdbDataset", "write_lmdb",
     "SyntheticDataset", "SyntheticTextGenerator", "write_dataset", "open_dataset",
+    "RECIPE_FILE", "open_recipe", "write_recipe",
 ]

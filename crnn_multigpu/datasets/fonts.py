@@ -1,7 +1,23 @@
-"""Finding TrueType/OpenType fonts, checking glyph coverage, and train/held-out splits."""
-import os
+"""Finding TrueType/OpenType fonts, checking glyph coverage, and train/held-out splits.
 
-import numpy as np
+Two kinds of font are left out by default:
+
+* reserved families (Liberation, GNU FreeFont, the URW base35 set, TeX Gyre,
+  Computer Modern / Latin Modern / CM-Super): the project keeps them for its
+  independent evaluation, so nothing trains or validates on them unless asked
+  (``include_reserved=True``, ``--include-reserved``);
+* faces that are not text faces although they map Latin letters: math,
+  symbol and keyboard-cap fonts.
+
+Splits hold out whole *superfamilies* (the family name's first word: "Noto Sans"
+and "Noto Serif" go together), so a validation figure measures type designs the
+model never saw, not sister weights of a trained face.
+"""
+import functools
+import os
+import re
+import zlib
+
 from PIL import Image, ImageDraw, ImageFont
 
 DEFAULT_FONT_DIRS = (
@@ -15,6 +31,14 @@ FONT_EXTENSIONS = (".ttf", ".otf")
 # U+FFFF is a permanent noncharacter: no font maps it, so it renders .notdef.
 _UNMAPPED_CODEPOINT = u"\uffff"
 _PROBE_SIZE = 24
+# Matched against "family name + file path", lower case.
+RESERVED_FAMILY_PATTERNS = (
+    r"liberation", r"freefont", r"free ?(serif|sans|mono)", r"nimbus", r"urw", r"bookman",
+    r"\bc059", r"\bp052", r"\bz003", r"tex ?gyre", r"latin ?modern", r"lmodern",
+    r"\blm(roman|sans|mono)", r"computer ?modern", r"\bcmu\b", r"cm-?super",
+    r"/cm[a-z]{1,5}\d+\.(ttf|otf)$")
+NON_TEXT_PATTERNS = (r"\bmath\b", r"symbol", r"keyboard", r"nushu", r"emoji", r"icon",
+                     r"dingbat")
 # Complex shaping (raqm) is not needed for the scripts this package targets,
 # and with Pillow 9 it makes every text call ~20x slower.
 _BASIC_LAYOUT = getattr(getattr(ImageFont, "Layout", None), "BASIC", None)
@@ -72,6 +96,7 @@ def missing_chars(path, chars):
     return missing
 
 
+@functools.lru_cache(maxsize=None)
 def font_supports(path, chars):
     """True if the font at ``path`` has a real glyph for every character in ``chars``."""
     try:
@@ -80,24 +105,60 @@ def font_supports(path, chars):
         return False
 
 
-def find_fonts(font_dirs=None, chars=None):
-    """Sorted .ttf/.otf paths under the font folders, recursively.
+@functools.lru_cache(maxsize=None)
+def font_family(path):
+    """The font's family name as its name table gives it (the file name if unreadable)."""
+    try:
+        return load_font(path, _PROBE_SIZE).getname()[0] or os.path.basename(path)
+    except (OSError, ValueError):
+        return os.path.splitext(os.path.basename(path))[0]
+
+
+def superfamily(family):
+    """Grouping key for splits: the family name's first word, lower case ("noto", "pt")."""
+    words = re.findall(r"[a-z0-9]+", family.lower().replace("-", " "))
+    return words[0] if words else family.lower()
+
+
+def _matches(patterns, path, family):
+    text = (family + " " + path).lower()
+    return any(re.search(pattern, text) for pattern in patterns)
+
+
+def is_reserved(path, family=None):
+    """True for fonts of the families the project reserves for its independent checks."""
+    return _matches(RESERVED_FAMILY_PATTERNS, path, family or font_family(path))
+
+
+def is_text_face(path, family=None):
+    """False for math, symbol and keyboard-cap faces, which map letters but do not set text."""
+    return not _matches(NON_TEXT_PATTERNS, path, family or font_family(path))
+
+
+def find_fonts(font_dirs=None, chars=None, include_reserved=False):
+    """Sorted .ttf/.otf paths of text faces under the font folders, recursively.
 
     Folders: ``font_dirs`` if given, else the ``CRNN_FONT_DIRS`` environment
     variable (``os.pathsep``-separated), else the usual system and user font
-    folders. With ``chars``, fonts lacking any of them are dropped.
+    folders. Reserved families (see the module docstring) are left out unless
+    ``include_reserved``; math/symbol faces always. With ``chars``, fonts
+    lacking any of them are dropped.
 
     Raises FileNotFoundError naming the folders searched when nothing usable
     is found.
     """
     dirs = font_dirs_to_search(font_dirs)
     fonts = sorted(set(path for d in dirs if os.path.isdir(d) for path in _font_files(d)))
+    families = dict((path, font_family(path)) for path in fonts)
+    fonts = [path for path in fonts if is_text_face(path, families[path]) and
+             (include_reserved or not is_reserved(path, families[path]))]
     if not fonts:
         raise FileNotFoundError(
             "no .ttf/.otf fonts found in %s; install some (Debian/Ubuntu: apt-get install "
             "fonts-dejavu-core) or point --font-dir / $%s at a folder of fonts"
             % (", ".join(dirs), FONT_DIRS_ENV))
     if chars:
+        chars = "".join(chars)  # hashable: font_supports caches per (font, characters)
         usable = [path for path in fonts if font_supports(path, chars)]
         if not usable:
             raise FileNotFoundError(
@@ -114,21 +175,50 @@ def _preview(chars, limit=20):
 
 
 def split_fonts(fonts, holdout_fraction=0.25, seed=0):
-    """Deterministically split fonts into ``(train_fonts, heldout_fonts)``.
+    """Deterministically split fonts into ``(train_fonts, heldout_fonts)`` by superfamily.
 
-    The split depends on font file names (not their folders) and ``seed``, so
-    the same fonts installed elsewhere split the same way. With two or more
-    fonts both sides are non-empty; a single font goes to training.
+    About ``holdout_fraction`` of the superfamilies (never all of them) are held
+    out whole. Which ones depends only on their names and ``seed``, so the same
+    fonts installed elsewhere, or more fonts added, split the same way. With a
+    single superfamily, fonts are split by file instead (DejaVu-only machines),
+    so that both sides stay non-empty when there are two or more fonts.
     """
     if not 0.0 <= holdout_fraction <= 1.0:
         raise ValueError("holdout_fraction must be in [0, 1], got %r" % holdout_fraction)
     ordered = sorted(set(fonts), key=lambda path: (os.path.basename(path), path))
-    count = len(ordered)
-    if count < 2:
+    if len(ordered) < 2:
         return ordered, []
-    heldout_count = min(count - 1, max(1, int(round(count * holdout_fraction))))
-    permutation = np.random.RandomState(seed % 2 ** 32).permutation(count)
-    heldout = set(int(i) for i in permutation[:heldout_count])
-    train_fonts = [path for i, path in enumerate(ordered) if i not in heldout]
-    heldout_fonts = [path for i, path in enumerate(ordered) if i in heldout]
+    groups = dict((path, superfamily(font_family(path))) for path in ordered)
+    if len(set(groups.values())) < 2:
+        groups = dict((path, os.path.basename(path)) for path in ordered)
+    # A stable hash per group name: adding a family never moves the others.
+    score = dict((name, zlib.crc32(("%d:%s" % (seed, name)).encode("utf-8")) / 2.0 ** 32)
+                 for name in set(groups.values()))
+    names = sorted(score, key=lambda name: (score[name], name))
+    heldout_names = set(name for name in names if score[name] < holdout_fraction)
+    if not heldout_names and holdout_fraction > 0:
+        heldout_names = set(names[:1])
+    if len(heldout_names) == len(names):
+        heldout_names.discard(names[-1])
+    train_fonts = [path for path in ordered if groups[path] not in heldout_names]
+    heldout_fonts = [path for path in ordered if groups[path] in heldout_names]
     return train_fonts, heldout_fonts
+
+
+FONT_SIDES = ("all", "train", "heldout")
+
+
+def select_fonts(side="all", font_dirs=None, chars=None, holdout_fraction=0.2, seed=0,
+                 include_reserved=False):
+    """The fonts of one side of the split: "all", "train" or "heldout" (see :func:`split_fonts`)."""
+    if side not in FONT_SIDES:
+        raise ValueError("font side must be one of %s, got %r" % (", ".join(FONT_SIDES), side))
+    fonts = find_fonts(font_dirs, chars=chars, include_reserved=include_reserved)
+    if side == "all":
+        return fonts
+    train_fonts, heldout_fonts = split_fonts(fonts, holdout_fraction, seed=seed)
+    chosen = train_fonts if side == "train" else heldout_fonts
+    if not chosen:
+        raise ValueError("the %s side of the font split is empty: only %d usable font(s) found; "
+                         "add fonts with --font-dir or use all fonts" % (side, len(fonts)))
+    return chosen

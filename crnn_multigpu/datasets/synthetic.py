@@ -1,27 +1,34 @@
-"""Synthetic text-line images rendered with Pillow.
+"""Synthetic text images rendered with Pillow: many typefaces, real words, real-world looks.
 
 ``sample(i)`` is a pure function of ``(seed, i)``: its RandomState is seeded
 with ``[seed, i mod 2**32, i div 2**32]`` (never Python's ``hash()``), so
 workers rendering disjoint index ranges reproduce a single process exactly.
-Speed (CPU time of one core, DejaVu fonts, defaults): ``sample`` 600-1050
-images/s with Pillow 13, ~500 with Pillow 9.5; ``write_dataset`` 370-650.
+
+A rendering goes: text (:mod:`words`) -> glyph coverage with optional outline,
+neighbouring glyphs, letter-spacing and a curved baseline -> rotation, shear,
+stretch and sometimes perspective -> a crop from tight to loose around the
+word's box (neighbours show as cut glyphs at the edges) -> colours on flat,
+gradient, noisy or striped paper, sometimes with a drop shadow -> camera and
+compression degradations (:mod:`augment`).
 """
+import json
 import math
-import string
+import os
 import threading
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.folder import with_progress, write_dataset  # noqa: F401 (re-export)
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.datasets.images import load_image
+from crnn_multigpu.datasets.words import TextSampler
 
 _RESAMPLING = getattr(Image, "Resampling", Image)
-_AFFINE = getattr(Image, "Transform", Image).AFFINE
-VOWELS = "aeiou"
-# Syllable shapes for pronounceable pseudo-words: C = consonant, V = vowel.
-_SYLLABLES = ("CV", "CV", "CVC", "V", "VC", "CCV")
+_TRANSFORM = getattr(Image, "Transform", Image)
+# ITU-R 601 luma, what Pillow's RGB -> L uses: colour pairs become grey contrasts.
+_LUMA = np.array([0.299, 0.587, 0.114])
 
 
 def _seed_words(seed, index):
@@ -29,18 +36,18 @@ def _seed_words(seed, index):
 
 
 class SyntheticTextGenerator(object):
-    """Random text rendered in random fonts with moderate, configurable distortions.
+    """Texts rendered in random fonts, colours, geometry and degradations.
 
     ``fonts`` must all draw the charset (see ``find_fonts(chars=...)``); font
     sizes are chosen around ``height``; texts have ``min_len..max_len``
-    characters, a ``word_fraction`` of them pronounceable pseudo-words when
-    the charset has latin letters. ``difficulty`` in [0, 1] scales rotation,
-    shear, spacing, contrast loss, background texture, blur and noise; 1 is
-    the strongest setting that keeps glyphs readable.
+    characters, drawn by :class:`~crnn_multigpu.datasets.words.TextSampler`
+    (``words``: a word list path or object; None = the system word list).
+    ``difficulty`` in [0, 1] scales geometry, contrast loss, clutter and
+    degradations; 1 is the strongest setting that keeps glyphs readable.
     """
 
     def __init__(self, charset, fonts, height=32, min_len=1, max_len=10, seed=0,
-                 difficulty=0.5, word_fraction=0.5):
+                 difficulty=0.5, words=None):
         if not fonts:
             raise ValueError("SyntheticTextGenerator needs at least one font file")
         if not 1 <= min_len <= max_len:
@@ -49,97 +56,101 @@ class SyntheticTextGenerator(object):
             raise ValueError("difficulty must be in [0, 1], got %r" % difficulty)
         self.charset, self.fonts, self.height, self.seed = charset, list(fonts), height, seed
         self.min_len, self.max_len = min_len, max_len
-        self.difficulty, self.word_fraction = float(difficulty), word_fraction
+        self.difficulty = float(difficulty)
+        self.texts = TextSampler(charset, min_len, max_len, words)
         self._visible = [c for c in charset.chars if not c.isspace()]
         if not self._visible:
             raise ValueError("the charset has only whitespace: nothing to render")
-        self._space = next((c for c in charset.chars if c == " "), None)
-        letters = set(c.lower() for c in charset.chars if c in string.ascii_letters)
-        self._vowels = sorted(letters & set(VOWELS))
-        self._consonants = sorted(letters - set(VOWELS))
-        self._digits = [c for c in charset.chars if c.isdigit()]
+        self._neighbours = [c for c in self._visible if c.isalnum()] or self._visible
         self._size_range = (max(8, int(round(0.75 * height))), max(9, int(round(1.5 * height))))
+        self.degrade = Degrader(self.difficulty, reference_height=height)
         self._fonts_cache = {}
         self._thread_state = threading.local()
 
-    def _random_string(self, rng, length):
-        picks = rng.randint(0, len(self._visible), size=length)
-        chars = [self._visible[i] for i in picks]
-        if self._space is not None and length >= 3:
-            # Spaces only between visible characters, never doubled: leading,
-            # trailing or repeated spaces cannot be seen in the image.
-            for position in range(1, length - 1):
-                if rng.rand() < 0.12 and chars[position - 1] != self._space:
-                    chars[position] = self._space
-        return "".join(chars)
-
-    def _in_charset(self, letter, upper):
-        preferred, other = (letter.upper(), letter) if upper else (letter, letter.upper())
-        return other if preferred not in self.charset and other in self.charset else preferred
-
-    def _pseudo_word(self, rng, length):
-        letters = []
-        while len(letters) < length:
-            for slot in _SYLLABLES[rng.randint(len(_SYLLABLES))]:
-                pool = self._vowels if slot == "V" else self._consonants
-                letters.append(pool[rng.randint(len(pool))])
-        letters = letters[:length]
-        style = rng.rand()
-        uppercase = [style > 0.85] * length
-        if 0.6 < style <= 0.85:
-            uppercase[0] = True
-        word = [self._in_charset(l, u) for l, u in zip(letters, uppercase)]
-        if self._digits and length >= 3 and rng.rand() < 0.2:
-            for position in range(length - rng.randint(1, 3), length):
-                word[position] = self._digits[rng.randint(len(self._digits))]
-        return "".join(word)
-
     def random_text(self, rng):
-        """A text of ``min_len..max_len`` characters drawn with ``rng``."""
-        length = rng.randint(self.min_len, self.max_len + 1)
-        if self._vowels and self._consonants and rng.rand() < self.word_fraction:
-            return self._pseudo_word(rng, length)
-        return self._random_string(rng, length)
+        """The ``(drawn, label)`` pair of one sample, drawn with ``rng``."""
+        return self.texts.sample(rng)
 
     def _font(self, path, size):
         key = (path, size)
         if key not in self._fonts_cache:
-            font = load_font(path, size)
             # Frame every line by the charset's tallest/deepest glyphs, so 'o'
             # keeps its x-height and does not turn into a full-height 'O'.
-            _, top, _, bottom = font.getbbox("".join(self._visible[:200]))
-            self._fonts_cache[key] = (font, top, bottom)
+            # Measured once per font at a reference size and scaled: measuring
+            # every size costs more than rendering.
+            if path not in self._fonts_cache:
+                sample = "".join(self._visible[:200])
+                _, top, _, bottom = load_font(path, 64).getbbox(sample + sample.upper())
+                self._fonts_cache[path] = (top / 64.0, bottom / 64.0)
+            top, bottom = self._fonts_cache[path]
+            self._fonts_cache[key] = (load_font(path, size), int(math.floor(top * size)),
+                                      int(math.ceil(bottom * size)))
         return self._fonts_cache[key]
 
-    def _draw_mask(self, text, font, top, bottom, spacing, pad):
-        """Coverage mask of the text line, and the corners of its line box."""
-        advances = [font.getlength(c) for c in text] if spacing else [font.getlength(text)]
-        line_width = int(math.ceil(sum(advances) + spacing * (len(advances) - 1)))
-        width, height = max(1, line_width) + 2 * pad, (bottom - top) + 2 * pad
-        mask = Image.new("L", (width, height), 0)
-        draw = ImageDraw.Draw(mask)
+    def _context(self, rng):
+        """Glyphs that stood next to the word in a larger text: cut at the crop edges."""
+        if rng.rand() >= 0.1 + 0.3 * self.difficulty:
+            return "", ""
+        def piece():
+            count = rng.randint(0, 3)
+            chars = "".join(self._neighbours[i] for i in rng.randint(len(self._neighbours),
+                                                                     size=count))
+            return chars
+        before, after = piece(), piece()
+        gap = " " if rng.rand() < 0.5 else ""
+        return (before + gap if before else ""), (gap + after if after else "")
+
+    def _draw_layers(self, text, before, after, font, top, bottom, spacing, stroke, pad):
+        """Fill and outline coverage of the line (bands R and G), and its word box corners."""
+        full = before + text + after
+        advances = [font.getlength(c) for c in full] if spacing else None
+        def width_of(part_start, part_end):
+            if spacing:
+                return sum(advances[part_start:part_end]) + spacing * max(0, part_end - part_start)
+            return font.getlength(full[:part_end]) - font.getlength(full[:part_start])
+        line_width = int(math.ceil(width_of(0, len(full)))) + 2 * stroke
+        width, height = max(1, line_width) + 2 * pad, (bottom - top) + 2 * pad + 2 * stroke
+        layers = Image.new("RGB", (width, height), (0, 0, 0))
+        draw = ImageDraw.Draw(layers)
+        origin_y = pad + stroke - top
+        extra = dict(stroke_width=stroke, stroke_fill=(0, 255, 0)) if stroke else {}
         if spacing:
-            x = float(pad)
-            for char, advance in zip(text, advances):
-                draw.text((int(round(x)), pad - top), char, fill=255, font=font)
+            x = float(pad + stroke)
+            for char, advance in zip(full, advances):
+                draw.text((int(round(x)), origin_y), char, fill=(255, 255, 0), font=font, **extra)
                 x += advance + spacing
         else:
-            draw.text((pad, pad - top), text, fill=255, font=font)
-        right, lower = pad + line_width, height - pad
-        return mask, [(pad, pad), (right, pad), (pad, lower), (right, lower)]
+            draw.text((pad + stroke, origin_y), full, fill=(255, 255, 0), font=font, **extra)
+        left = pad + width_of(0, len(before))
+        right = left + width_of(len(before), len(before) + len(text)) + 2 * stroke
+        lower = height - pad
+        return layers, [(left, pad), (right, pad), (left, lower), (right, lower)]
 
-    def _warp(self, mask, box, rng):
-        """Small rotation, shear and horizontal stretch; returns warped mask and box rows."""
+    def _curve(self, layers, size, rng):
+        """A wavy or arched baseline: columns shifted up and down by up to ~a fifth of the size."""
+        if rng.rand() >= 0.15 * self.difficulty + 0.05:
+            return layers, 0
+        pixels = np.asarray(layers)
+        height, width = pixels.shape[:2]
+        amplitude = rng.uniform(0.05, 0.2) * size
+        phase, cycles = rng.uniform(0, 2 * math.pi), rng.uniform(0.3, 1.2)
+        columns = np.arange(width)
+        shifts = np.round(amplitude * np.sin(phase + 2 * math.pi * cycles * columns / width))
+        rows = (np.arange(height)[:, None] - shifts[None, :].astype(int)) % height
+        return Image.fromarray(pixels[rows, columns[None, :]]), int(math.ceil(amplitude))
+
+    def _warp(self, image, box, rng):
+        """Rotation, shear, stretch (and sometimes perspective); returns image and box extent."""
         d = self.difficulty
-        angle = math.radians(rng.uniform(-1, 1) * (1.0 + 3.0 * d))
-        shear = rng.uniform(-1, 1) * (0.05 + 0.25 * d)
-        stretch = math.exp(rng.uniform(-1, 1) * (0.05 + 0.2 * d))
+        angle = math.radians(rng.uniform(-1, 1) * (1.0 + 4.0 * d))
+        shear = rng.uniform(-1, 1) * (0.05 + 0.3 * d)
+        stretch = math.exp(rng.uniform(-1, 1) * (0.05 + 0.25 * d))
         cos, sin = math.cos(angle), math.sin(angle)
         # forward = rotation . shear . stretch, as a 2x2 matrix [[a, b], [c, e]];
         # plain floats because numpy's linalg costs milliseconds per call on old stacks.
         a, b = cos * stretch, cos * shear - sin
         c, e = sin * stretch, sin * shear + cos
-        width, height = mask.size
+        width, height = image.size
         cx, cy = width / 2.0, height / 2.0
 
         def forward(x, y):
@@ -153,91 +164,164 @@ class SyntheticTextGenerator(object):
         ia, ib, ic, ie = e / det, -b / det, -c / det, a / det
         # PIL maps each output pixel back to the input: in = inverse (out - offset) + centre.
         data = (ia, ib, cx - ia * off_x - ib * off_y, ic, ie, cy - ic * off_x - ie * off_y)
-        warped = mask.transform(size, _AFFINE, data, _RESAMPLING.BILINEAR)
-        box_rows = [forward(x, y)[1] + off_y for x, y in box]
-        return warped, min(box_rows), max(box_rows)
+        warped = image.transform(size, _TRANSFORM.AFFINE, data, _RESAMPLING.BILINEAR)
+        corners = [(p[0] + off_x, p[1] + off_y) for p in (forward(x, y) for x, y in box)]
+        if rng.rand() < 0.15 * d:
+            warped, corners = self._perspective(warped, corners, rng)
+        return warped, corners
 
-    def _background(self, rng, shape, level, amplitude):
-        kind = rng.rand()
-        if kind < 0.4 or amplitude <= 0:
-            return np.full(shape, level, dtype=np.float32)
-        if kind < 0.7:
-            rows, cols = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float32)
-            angle = rng.uniform(0, 2 * math.pi)
-            ramp = math.cos(angle) * cols + math.sin(angle) * rows
-            ramp = ramp - ramp.min()
-            texture = 2.0 * ramp / max(float(ramp.max()), 1e-6) - 1.0
+    def _perspective(self, image, corners, rng):
+        """Keystone: one end of the line nearer the camera than the other."""
+        width, height = image.size
+        squeeze = rng.uniform(0.05, 0.25) * height
+        near_left = rng.rand() < 0.5
+        # Output corners (tl, tr, bl, br) of the input's full frame.
+        dst = [(0, squeeze if not near_left else 0), (width, squeeze if near_left else 0),
+               (0, height - (squeeze if not near_left else 0)),
+               (width, height - (squeeze if near_left else 0))]
+        src = [(0, 0), (width, 0), (0, height), (width, height)]
+        coefficients = _perspective_coefficients(dst, src)
+        warped = image.transform(image.size, _TRANSFORM.PERSPECTIVE, coefficients,
+                                 _RESAMPLING.BILINEAR)
+        forward = _perspective_coefficients(src, dst)
+        return warped, [_apply_perspective(forward, x, y) for x, y in corners]
+
+    def _crop(self, layers, corners, curve, line_height, has_context, rng):
+        """From tight to loose around the word (its box, or its ink without neighbours)."""
+        d = self.difficulty
+        loose = rng.rand() < 0.3
+        margin_x = (0.05 + (0.6 if loose else 0.25) * d) * line_height
+        margin_y = (0.02 + (0.4 if loose else 0.15) * d) * line_height
+        ink_layer = layers.getchannel("G")  # fill and outline
+        ink = ink_layer.getbbox() or (0, 0) + ink_layer.size
+        xs, ys = [p[0] for p in corners], [p[1] for p in corners]
+        if has_context:
+            ink_left, ink_right = min(xs), max(xs)
         else:
-            coarse = rng.uniform(-1, 1, size=(shape[0] // 8 + 2, shape[1] // 8 + 2))
-            texture = np.asarray(Image.fromarray(coarse.astype(np.float32)).resize(
-                (shape[1], shape[0]), _RESAMPLING.BILINEAR))
-        return (level + amplitude * texture).astype(np.float32)
+            ink_left, ink_right = ink[0], ink[2]
+        width, height = layers.size
+        left = max(0, int(ink_left - rng.uniform(-0.02, 1) * margin_x))
+        right = min(width, int(math.ceil(ink_right + rng.uniform(-0.02, 1) * margin_x)))
+        upper = max(0, int(min(min(ys) - curve, ink[1]) - rng.uniform(0, margin_y)))
+        lower = min(height, int(math.ceil(max(max(ys) + curve, ink[3]) + rng.uniform(0, margin_y))))
+        if right - left < 2:
+            left, right = 0, width
+        if lower - upper < 2:
+            upper, lower = 0, height
+        pixels = np.asarray(layers.crop((left, upper, right, lower)), dtype=np.float32) / 255.0
+        return pixels[:, :, 0], pixels[:, :, 1]
+
+    def _paint(self, fill, outline, rng):
+        """Colours (as luma) for paper, text, outline and shadow; paper texture."""
+        d = self.difficulty
+        min_contrast = 0.5 - 0.35 * d
+        for _ in range(20):
+            paper, ink = rng.rand(2, 3).dot(_LUMA)
+            if rng.rand() < 0.35:  # plain dark-on-light print is the commonest case
+                paper, ink = 0.85 + 0.15 * rng.rand(), 0.15 * rng.rand()
+                if rng.rand() < 0.2:
+                    paper, ink = ink, paper
+            if abs(paper - ink) >= min_contrast:
+                break
+        else:
+            ink = paper - min_contrast if paper > 0.5 else paper + min_contrast
+        contrast = abs(paper - ink)
+        amplitude = rng.uniform(0, 0.45) * contrast
+        canvas = _background(rng, fill.shape, paper, amplitude)
+        has_outline = outline is not fill and rng.rand() < 0.9
+        if rng.rand() < 0.12 + 0.1 * d:
+            canvas = self._shadow(canvas, outline if has_outline else fill, paper, ink, rng)
+        if has_outline:
+            edge = float(np.clip(ink + (0.5 if ink < 0.5 else -0.5) + rng.uniform(-0.2, 0.2), 0, 1))
+            canvas = canvas * (1.0 - outline) + edge * outline
+        pixels = canvas * (1.0 - fill) + ink * fill
+        return Image.fromarray(np.clip(pixels * 255.0 + 0.5, 0, 255).astype(np.uint8))
+
+    def _shadow(self, canvas, coverage, paper, ink, rng):
+        """A blurred copy of the glyphs, offset down-right or anywhere, darker or lighter."""
+        height = coverage.shape[0]
+        dx, dy = (int(round(v)) for v in rng.uniform(-0.08, 0.12, size=2) * height)
+        shadow = np.roll(np.roll(coverage, dy, axis=0), dx, axis=1)
+        blurred = Image.fromarray((shadow * 255).astype(np.uint8)).filter(
+            ImageFilter.GaussianBlur(rng.uniform(0, 0.06) * height))
+        shadow = np.asarray(blurred, dtype=np.float32) / 255.0
+        level = paper + (ink - paper) * rng.uniform(0.3, 0.7)
+        return canvas * (1.0 - shadow) + level * shadow
 
     def render(self, text, rng):
         """Render ``text`` into a grayscale PIL image using randomness from ``rng``."""
+        d = self.difficulty
         font_path = self.fonts[rng.randint(len(self.fonts))]
         size = rng.randint(self._size_range[0], self._size_range[1] + 1)
         font, top, bottom = self._font(font_path, size)
         spacing = 0
-        if len(text) > 1 and rng.rand() < 0.4:
-            spacing = int(round(size * rng.uniform(-0.03, 0.05 + 0.25 * self.difficulty)))
-        mask, box = self._draw_mask(text, font, top, bottom, spacing, pad=size // 2 + 2)
-        mask, box_top, box_bottom = self._warp(mask, box, rng)
-        coverage = self._crop(mask, box_top, box_bottom, bottom - top, rng)
-        return self._degrade(self._paint(coverage, rng), rng)
-
-    def _crop(self, mask, box_top, box_bottom, line_height, rng):
-        """Ink extent horizontally, line box vertically, plus random margins; as floats."""
-        margin_x = (0.1 + 0.4 * self.difficulty) * line_height
-        margin_y = (0.05 + 0.2 * self.difficulty) * line_height
-        ink = mask.getbbox() or (0, 0) + mask.size
-        left = max(0, int(ink[0] - rng.uniform(0, margin_x)))
-        right = min(mask.size[0], int(math.ceil(ink[2] + rng.uniform(0, margin_x))))
-        upper = max(0, int(min(box_top, ink[1]) - rng.uniform(0, margin_y)))
-        lower = min(mask.size[1],
-                    int(math.ceil(max(box_bottom, ink[3]) + rng.uniform(0, margin_y))))
-        return np.asarray(mask.crop((left, upper, right, lower)), dtype=np.float32) / 255.0
-
-    def _paint(self, coverage, rng):
-        """Ink and paper levels at least ``contrast`` apart even at the texture's extremes."""
-        d = self.difficulty
-        contrast = rng.uniform(0.75 - 0.4 * d, 1.0)
-        amplitude = min(rng.uniform(0, 0.05 + 0.2 * d), (1.0 - contrast) / 2.0)
-        ink_level = rng.uniform(0, 1.0 - contrast - 2 * amplitude)
-        paper_level = ink_level + contrast + amplitude
-        if rng.rand() < 0.5:
-            ink_level, paper_level = 1.0 - ink_level, 1.0 - paper_level
-        paper = self._background(rng, coverage.shape, paper_level, amplitude)
-        pixels = paper * (1.0 - coverage) + ink_level * coverage
-        return Image.fromarray(np.clip(pixels * 255.0 + 0.5, 0, 255).astype(np.uint8))
-
-    def _degrade(self, image, rng):
-        d = self.difficulty
-        if rng.rand() < 0.15 + 0.35 * d:
-            # Radius in output pixels (after scaling to `height`), converted to this image.
-            radius = rng.uniform(0.3, 0.5 + 0.7 * d) * image.size[1] / float(self.height)
-            image = image.filter(ImageFilter.GaussianBlur(radius))
-        sigma = rng.uniform(0, 0.01 + 0.05 * d) * 255.0
-        if sigma > 0.5:
-            noisy = np.asarray(image, dtype=np.float32) + rng.normal(0, sigma, image.size[::-1])
-            image = Image.fromarray(np.clip(noisy + 0.5, 0, 255).astype(np.uint8))
-        return image
+        if len(text) > 1 and rng.rand() < 0.3:
+            spacing = int(round(size * rng.uniform(-0.04, 0.05 + 0.3 * d)))
+        stroke = int(rng.randint(1, max(2, size // 12) + 1)) if rng.rand() < 0.08 + 0.07 * d else 0
+        before, after = self._context(rng)
+        layers, box = self._draw_layers(text, before, after, font, top, bottom, spacing, stroke,
+                                        pad=size // 2 + 2)
+        layers, curve = self._curve(layers, size, rng)
+        layers, corners = self._warp(layers, box, rng)
+        fill, outline = self._crop(layers, corners, curve, bottom - top, bool(before or after), rng)
+        image = self._paint(fill, outline if stroke else fill, rng)
+        return self.degrade(image, rng)
 
     def sample(self, index):
-        """``(PIL grayscale image, text)`` for ``index``; identical for the same seed and index."""
+        """``(PIL grayscale image, label)`` for ``index``; identical for the same seed and index."""
         # Re-seeding a per-thread RandomState is ~10x cheaper than building
         # one, and gives the same stream as RandomState(_seed_words(...)).
         rng = getattr(self._thread_state, "rng", None)
         if rng is None:
             rng = self._thread_state.rng = np.random.RandomState()
         rng.seed(_seed_words(self.seed, index))
-        text = self.random_text(rng)
-        return self.render(text, rng), text
+        drawn, label = self.random_text(rng)
+        return self.render(drawn, rng), label
 
     def iterate(self, start, count):
         """Yield ``sample(i)`` for ``i`` in ``start .. start + count - 1``."""
         for index in range(start, start + count):
             yield self.sample(index)
+
+
+def _background(rng, shape, level, amplitude):
+    """Paper of mean ``level``: flat, a gradient, smooth blotches, grain, or stripes."""
+    kind = rng.rand()
+    if kind < 0.35 or amplitude <= 0:
+        return np.full(shape, level, dtype=np.float32)
+    rows, cols = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float32)
+    if kind < 0.55:
+        angle = rng.uniform(0, 2 * math.pi)
+        texture = math.cos(angle) * cols + math.sin(angle) * rows
+    elif kind < 0.8:
+        cell = rng.choice([2, 4, 8, 16])
+        coarse = rng.uniform(-1, 1, size=(shape[0] // cell + 2, shape[1] // cell + 2))
+        texture = np.asarray(Image.fromarray(coarse.astype(np.float32)).resize(
+            (shape[1], shape[0]), _RESAMPLING.BICUBIC))
+    elif kind < 0.9:
+        texture = rng.uniform(-1, 1, size=shape)
+    else:
+        angle, period = rng.uniform(0, math.pi), rng.uniform(3, 12)
+        texture = np.sin((math.cos(angle) * cols + math.sin(angle) * rows) * 2 * math.pi / period)
+    texture = texture - texture.min()
+    texture = 2.0 * texture / max(float(texture.max()), 1e-6) - 1.0
+    return (level + amplitude * texture).astype(np.float32)
+
+
+def _perspective_coefficients(output_points, input_points):
+    """The 8 coefficients PIL's PERSPECTIVE transform takes: output (x, y) -> input point."""
+    matrix, target = [], []
+    for (x, y), (u, v) in zip(output_points, input_points):
+        matrix.append([x, y, 1, 0, 0, 0, -u * x, -u * y])
+        matrix.append([0, 0, 0, x, y, 1, -v * x, -v * y])
+        target.extend([u, v])
+    return tuple(np.linalg.solve(np.array(matrix, dtype=np.float64), np.array(target)))
+
+
+def _apply_perspective(coefficients, x, y):
+    a, b, c, d, e, f, g, h = coefficients
+    w = g * x + h * y + 1.0
+    return (a * x + b * y + c) / w, (d * x + e * y + f) / w
 
 
 class SyntheticDataset(object):
@@ -251,11 +335,61 @@ class SyntheticDataset(object):
         return self.size
 
     def __getitem__(self, index):
+        return self.safe_get(index)
+
+    def safe_get(self, index, degrade=None):
+        """Same as ``ds[index]`` (rendered samples are always readable); ``degrade`` is
+        applied to the rendering before normalisation, as in ``load_image``."""
         if not 0 <= index < self.size:
             raise IndexError("sample %d out of range for %d samples" % (index, self.size))
         image, text = self.generator.sample(self.start + index)
-        return load_image(image, self.height), text
+        return load_image(image, self.height, degrade), text
 
-    def safe_get(self, index):
-        """Same as ``ds[index]``: rendered samples are always readable."""
-        return self[index]
+
+RECIPE_FILE = "synthetic.json"
+_RECIPE_DEFAULTS = dict(count=1000000, start=0, seed=0, fonts="train", holdout_fraction=0.2,
+                        font_dirs=None, include_reserved=False, min_len=1, max_len=10,
+                        difficulty=0.5, words=None, charset=None)
+
+
+def write_recipe(out_dir, **settings):
+    """Write a dataset that is rendered when read: ``out_dir/synthetic.json`` with ``settings``.
+
+    Keys (defaults in ``_RECIPE_DEFAULTS``): count, start, seed, fonts (side of the font
+    split), holdout_fraction, font_dirs, include_reserved, min_len, max_len,
+    difficulty, words (word list path or None), charset (string or None = default).
+    """
+    unknown = set(settings) - set(_RECIPE_DEFAULTS)
+    if unknown:
+        raise ValueError("unknown synthetic recipe setting(s): %s" % ", ".join(sorted(unknown)))
+    recipe = dict(_RECIPE_DEFAULTS, **settings)
+    if not os.path.isdir(out_dir):
+        os.makedirs(out_dir)
+    path = os.path.join(out_dir, RECIPE_FILE)
+    with open(path, "w") as handle:
+        json.dump(recipe, handle, indent=1, sort_keys=True)
+    return path
+
+
+def open_recipe(path, charset=None, time_steps=None, height=32):
+    """The :class:`SyntheticDataset` a recipe folder (or its synthetic.json) describes."""
+    from crnn_multigpu.charset import Charset
+    from crnn_multigpu.datasets.fonts import select_fonts
+    recipe_path = path if path.endswith(".json") else os.path.join(path, RECIPE_FILE)
+    try:
+        with open(recipe_path) as handle:
+            recipe = dict(_RECIPE_DEFAULTS, **json.load(handle))
+    except ValueError as error:
+        raise ValueError("%s is not valid JSON: %s" % (recipe_path, error))
+    own = Charset(recipe["charset"]) if recipe["charset"] else Charset.default()
+    charset = charset or own
+    if time_steps and 2 * recipe["max_len"] > time_steps:
+        raise ValueError("%s: max_len %d may need up to %d CTC time steps, the model has %d; "
+                         "lower max_len or train wider images" % (recipe_path, recipe["max_len"],
+                                                                  2 * recipe["max_len"], time_steps))
+    fonts = select_fonts(recipe["fonts"], recipe["font_dirs"], charset.chars,
+                         recipe["holdout_fraction"], include_reserved=recipe["include_reserved"])
+    generator = SyntheticTextGenerator(charset, fonts, height=height, min_len=recipe["min_len"],
+                                       max_len=recipe["max_len"], seed=recipe["seed"],
+                                       difficulty=recipe["difficulty"], words=recipe["words"])
+    return SyntheticDataset(generator, recipe["count"], start=recipe["start"], height=height)

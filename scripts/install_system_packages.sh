@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Debian/Ubuntu packages the OCR tools use: typefaces to train on (about 60 families, none of
+# the families reserved for independent evaluation), a word list, and poppler for the
+# real-document check. Root installs them with apt-get; anyone else is told what to install.
+# Usage: scripts/install_system_packages.sh [--minimal]   (--minimal: what the tests need)
+set -euo pipefail
+MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils"
+FONTS="fonts-roboto fonts-roboto-slab fonts-open-sans fonts-lato fonts-crosextra-carlito
+fonts-crosextra-caladea fonts-ebgaramond fonts-linuxlibertine fonts-sil-gentium fonts-sil-charis
+fonts-sil-andika fonts-firacode fonts-hack fonts-cantarell fonts-go fonts-jetbrains-mono fonts-stix
+fonts-paratype fonts-comic-neue fonts-inconsolata fonts-dancingscript fonts-kaushanscript
+fonts-lobster fonts-cabin fonts-quicksand fonts-comfortaa fonts-dosis fonts-karla fonts-vollkorn
+fonts-oldstandard fonts-courier-prime fonts-b612 fonts-anonymous-pro fonts-inter fonts-manrope
+fonts-league-spartan fonts-bebas-neue fonts-yanone-kaffeesatz fonts-averia-gwf fonts-quattrocento
+fonts-oxygen fonts-sora fonts-play fonts-mononoki fonts-noto-mono fonts-noto-core
+fonts-adf-accanthis fonts-adf-baskervald fonts-adf-berenis fonts-adf-gillius fonts-adf-libris
+fonts-adf-romande fonts-adf-switzera fonts-adf-universalis fonts-adf-verana fonts-junction
+fonts-prociono fonts-cardo fonts-tuffy fonts-clear-sans fonts-arkpandora"
+packages="$MINIMAL"
+[ "${1:-}" = "--minimal" ] || packages="$MINIMAL $FONTS"
+missing=$(for p in $packages; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
+if [ -z "$missing" ]; then
+  echo "system packages: all $(echo $packages | wc -w) present"
+  exit 0
+fi
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing $(echo $missing | wc -w) Debian packages (fonts, word list, poppler)"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null; } || {
+    echo "error: apt-get could not install: $missing" >&2; exit 2; }
+else
+  echo "warning: not root or no apt-get; install these for full results:" >&2
+  echo "  sudo apt-get install $missing" >&2
+  echo "(or point CRNN_FONT_DIRS at folders of .ttf/.otf fonts; crnn-generate --list-fonts shows what is found)" >&2
+fi

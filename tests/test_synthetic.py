@@ -1,0 +1,177 @@
+"""Synthetic data that generalises: reserved and held-out font families, real words, looks, recipes."""
+import collections
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from crnn_multigpu.charset import Charset
+from crnn_multigpu.cli import generate
+from crnn_multigpu.datasets import (SyntheticDataset, SyntheticTextGenerator, find_fonts,
+                                    open_dataset, write_recipe)
+from crnn_multigpu.datasets import fonts as font_module
+from crnn_multigpu.datasets.augment import Degrader
+from crnn_multigpu.datasets.fonts import is_reserved, split_fonts, superfamily
+from crnn_multigpu.datasets.images import load_image
+from crnn_multigpu.datasets.words import TextSampler, WordList
+
+CHARSET = Charset.default()
+WITH_CAPITALS = Charset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+@pytest.fixture(scope="module")
+def fonts():
+    return find_fonts(chars=CHARSET.chars)
+
+
+@pytest.mark.parametrize("path,family", [
+    ("/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf", "Liberation Sans"),
+    ("/usr/share/fonts/truetype/freefont/FreeSerif.ttf", "FreeSerif"),
+    ("/usr/share/fonts/opentype/urw-base35/NimbusRoman-Regular.otf", "Nimbus Roman"),
+    ("/fonts/URWBookman-Light.otf", "URW Bookman"), ("/fonts/C059-Roman.otf", "C059"),
+    ("/fonts/P052-Roman.otf", "P052"), ("/fonts/Z003-MediumItalic.otf", "Z003"),
+    ("/fonts/texgyretermes-regular.otf", "TeX Gyre Termes"),
+    ("/fonts/lmroman10-regular.otf", "Latin Modern Roman"),
+    ("/site-packages/matplotlib/mpl-data/fonts/ttf/cmr10.ttf", "cmr10"),
+    ("/fonts/cmunrm.ttf", "CMU Serif"), ("/fonts/sfrm1000.otf", "CM-Super"),
+])
+def test_reserved_families_are_recognised(path, family):
+    assert is_reserved(path, family)
+
+
+@pytest.mark.parametrize("path,family", [
+    ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "DejaVu Sans"),
+    ("/usr/share/fonts/truetype/roboto/Roboto-Regular.ttf", "Roboto"),
+    ("/usr/share/fonts/truetype/crosextra/Carlito-Regular.ttf", "Carlito"),
+    ("/usr/share/fonts/truetype/lato/Lato-Medium.ttf", "Lato"),
+    ("/usr/share/fonts/opentype/cabin/Cabin-Bold.otf", "Cabin"),
+])
+def test_ordinary_families_are_not_reserved(path, family):
+    assert not is_reserved(path, family)
+
+
+def test_find_fonts_leaves_reserved_files_out_unless_asked(fonts, tmp_path):
+    shutil.copy(fonts[0], str(tmp_path / "LiberationSerif-Regular.ttf"))
+    shutil.copy(fonts[0], str(tmp_path / "Ordinary-Regular.ttf"))
+    found = [os.path.basename(f) for f in find_fonts([str(tmp_path)], chars=CHARSET.chars)]
+    assert found == ["Ordinary-Regular.ttf"]
+    everything = find_fonts([str(tmp_path)], chars=CHARSET.chars, include_reserved=True)
+    assert len(everything) == 2
+
+
+def test_superfamily_groups_sister_families():
+    assert superfamily("Noto Sans") == superfamily("Noto Serif Display") == "noto"
+    assert superfamily("Oxygen-Sans") == superfamily("Oxygen Mono") == "oxygen"
+    assert superfamily("PT Sans Narrow") == "pt" != superfamily("Roboto")
+
+
+def test_split_holds_out_whole_superfamilies_and_is_stable(monkeypatch):
+    families = ["Alpha Sans", "Alpha Serif", "Beta", "Gamma Mono", "Delta", "Epsilon Sans",
+                "Zeta", "Eta", "Theta Serif", "Iota", "Kappa", "Lambda"]
+    paths = dict(("/f/%s-%d.ttf" % (name.replace(" ", ""), weight), name)
+                 for name in families for weight in range(3))
+    monkeypatch.setattr(font_module, "font_family", lambda path: paths[path])
+    train, heldout = split_fonts(list(paths), 0.25, seed=0)
+    assert train and heldout and sorted(train + heldout) == sorted(paths)
+    train_groups = set(superfamily(paths[p]) for p in train)
+    heldout_groups = set(superfamily(paths[p]) for p in heldout)
+    assert not train_groups & heldout_groups
+    assert (train, heldout) == split_fonts(list(reversed(list(paths))), 0.25, seed=0)
+    # Adding a family never moves another one across the split.
+    paths["/f/Omega-0.ttf"] = "Omega"
+    train2, heldout2 = split_fonts(list(paths), 0.25, seed=0)
+    assert set(heldout) <= set(heldout2) and set(train) <= set(train2)
+
+
+def test_split_of_one_family_falls_back_to_files(fonts):
+    dejavu = [f for f in fonts if "DejaVu" in f]
+    train, heldout = split_fonts(dejavu, 0.25)
+    assert train and heldout
+
+
+def write_words(tmp_path, text):
+    path = tmp_path / "words.txt"
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    return str(path)
+
+
+def test_word_list_weights_possessives_and_charset(tmp_path):
+    path = write_words(tmp_path, u"apple\t8\nbanana\t2\ncaf\u00e9\t50\nbanana's\t1\n")
+    sampler = TextSampler(CHARSET, words=path)
+    assert sampler.words.words == ["apple", "banana"]
+    rng = np.random.RandomState(0)
+    counts = collections.Counter(sampler.words.sample(rng) for _ in range(4000))
+    assert 0.75 < counts["apple"] / 4000.0 < 0.85
+
+
+def test_word_list_errors_name_file_and_line(tmp_path):
+    with pytest.raises(ValueError, match="words.txt line 2: 'many' is not a count"):
+        WordList(write_words(tmp_path, u"one\t1\ntwo\tmany\n"), TextSampler(CHARSET).label_of)
+    with pytest.raises(ValueError, match="words.txt is not UTF-8"):
+        WordList(write_words(tmp_path, b"ok\n\xff\xfe\n"), TextSampler(CHARSET).label_of)
+    with pytest.raises(FileNotFoundError, match="wamerican"):
+        WordList(str(tmp_path / "none.txt"), TextSampler(CHARSET).label_of)
+
+
+def test_case_insensitive_labels_for_a_lowercase_charset(tmp_path):
+    sampler = TextSampler(CHARSET, min_len=2, max_len=8, words=write_words(tmp_path, u"paris\nnot\n"))
+    pairs = [sampler.sample(np.random.RandomState(i)) for i in range(400)]
+    assert all(label == drawn.lower() and len(label) <= 8 for drawn, label in pairs)
+    drawn = set(d for d, _ in pairs)
+    assert {"NOT", "Not", "not", "PARIS", "Paris"} <= drawn
+    capital = TextSampler(WITH_CAPITALS, words=write_words(tmp_path, u"paris\n"))
+    assert capital.label_of("NOT") == "NOT" and capital.label_of("n\u00f6") is None
+
+
+def test_generator_draws_capitals_but_labels_the_charset_case(fonts, tmp_path):
+    generator = SyntheticTextGenerator(CHARSET, fonts[:4], seed=1, difficulty=1.0,
+                                       words=write_words(tmp_path, u"alpha\nbeta\n"))
+    labels = []
+    for index in range(150):  # every look branch at the strongest setting
+        image, label = generator.sample(index)
+        assert image.mode == "L" and image.size[0] >= 2 and image.size[1] >= 8
+        assert CHARSET.check_label(label) is None
+        labels.append(label)
+    assert "alpha" in labels and "beta" in labels
+    assert any(d != d.lower() for d, _ in (generator.random_text(np.random.RandomState(i))
+                                           for i in range(50)))
+
+
+def test_degrader_is_a_pure_function_of_its_rng(fonts):
+    image, _ = SyntheticTextGenerator(CHARSET, fonts[:2], seed=2, difficulty=0.0).sample(0)
+    degrade = Degrader(1.0)
+    first = np.asarray(degrade(image, np.random.RandomState(7)))
+    assert np.array_equal(first, np.asarray(degrade(image, np.random.RandomState(7))))
+    assert not np.array_equal(first, np.asarray(image))
+    assert np.array_equal(np.asarray(Degrader(0.0)(image, np.random.RandomState(7))),
+                          np.asarray(image))
+    with pytest.raises(ValueError, match="strength"):
+        Degrader(1.5)
+
+
+def test_recipe_opens_as_a_dataset_rendered_on_read(tmp_path):
+    out = str(tmp_path / "lazy")
+    write_recipe(out, count=50, seed=4, fonts="all", max_len=6)
+    dataset = open_dataset(out)
+    assert isinstance(dataset, SyntheticDataset) and len(dataset) == 50
+    array, label = dataset[3]
+    image, same_label = dataset.generator.sample(3)
+    assert label == same_label and np.allclose(array, load_image(image))
+    with pytest.raises(ValueError, match="max_len 6 may need up to 12 CTC time steps"):
+        open_dataset(out, time_steps=10)
+    with pytest.raises(ValueError, match="unknown synthetic recipe setting"):
+        write_recipe(out, colour=1)
+
+
+def test_generate_lists_fonts_writes_recipes_and_never_overwrites(tmp_path, capsys):
+    assert generate.main(["--list-fonts"]) == 0
+    listing = capsys.readouterr().out
+    assert "faces in" in listing and "held out" in listing and "reserved" in listing
+    out = str(tmp_path / "recipe")
+    assert generate.main(["--out", out, "--lazy", "--count", "1000000"]) == 0
+    assert os.path.isfile(os.path.join(out, "synthetic.json"))
+    assert generate.main(["--out", out, "--lazy", "--count", "10"]) == 2
+    assert "already holds a dataset" in capsys.readouterr().err
+    assert generate.main(["--out", out, "--lazy", "--count", "10", "--overwrite"]) == 0
+    assert len(open_dataset(out)) == 10
