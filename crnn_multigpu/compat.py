@@ -6,11 +6,16 @@ Everything else in the package does ``from crnn_multigpu.compat import tf``.
 """
 import os
 
-# TF prints pages of C++ start-up chatter; keep the user's terminal readable
-# unless they asked for more.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from crnn_multigpu import tflog
 
-import tensorflow.compat.v1 as tf  # noqa: E402
+# TF prints pages of C++ start-up chatter; keep the user's terminal readable unless they
+# asked for more (their own TF_CPP_MIN_LOG_LEVEL, or a tool's --verbose). The variable
+# quiets TF's later messages (and reaches subprocesses); what absl prints during the import
+# whatever the variable says is held back by tflog.quiet_startup.
+os.environ.setdefault(tflog.ENV, str(tflog.DEFAULT_LEVEL))
+
+with tflog.quiet_startup():
+    import tensorflow.compat.v1 as tf  # noqa: E402
 
 if tf.executing_eagerly():
     # Only eager execution is switched off: the rest of TF 2 behaviour

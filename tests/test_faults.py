@@ -23,10 +23,18 @@ pytestmark = pytest.mark.faults
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+CHECKPOINT_EVERY = 3
+# Runs that are killed are asked for more steps than they can reach before the test kills
+# them, on any CPU: the test kills at states it observes (a step was logged, a checkpoint
+# exists), never after a duration, so the speed of the machine does not matter.
+ENDLESS = 100000
+HANG_GUARD = 600  # seconds: only to fail instead of hanging; no wait expects to take this long
+
+
 def train_command(dataset, out, steps, *extra):
     return [sys.executable, "-m", "crnn_multigpu.cli.train", "--train", dataset, "--out", out,
             "--model", "tiny", "--batch-size", "8", "--steps", str(steps), "--log-every", "1",
-            "--checkpoint-every", "3", "--validate-every", "0"] + list(extra)
+            "--checkpoint-every", str(CHECKPOINT_EVERY), "--validate-every", "0"] + list(extra)
 
 
 def start(command, log_path):
@@ -34,13 +42,22 @@ def start(command, log_path):
     return subprocess.Popen(command, stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=env)
 
 
-def wait_for_step(log_path, process, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline and process.poll() is None:
-        if "] step " in open(log_path).read():
-            return True
-        time.sleep(0.1)
-    return False
+def wait_until(condition, process, log_path, what):
+    """Poll ``condition()`` until it holds; fail if the process exits first (or hangs)."""
+    deadline = time.time() + HANG_GUARD
+    while not condition():
+        if process.poll() is not None:
+            pytest.fail("training exited with %s before %s:\n%s"
+                        % (process.returncode, what, open(log_path).read()))
+        if time.time() > deadline:
+            pytest.fail("no %s after %d s:\n%s" % (what, HANG_GUARD, open(log_path).read()))
+        time.sleep(0.01)
+
+
+def wait_for_step(log_path, process, step=1):
+    """Wait until the run has logged global step ``step`` or a later one."""
+    wait_until(lambda: last_logged_step(log_path) >= step, process, log_path,
+               "a logged step %d" % step)
 
 
 def readable_step(run_dir):
@@ -55,49 +72,59 @@ def readable_step(run_dir):
 
 def last_logged_step(log_path):
     steps = [int(line.split("] step ")[1].split("/")[0]) for line in open(log_path)
-             if "] step " in line]
+             if "] step " in line and "/" in line.split("] step ")[1]]
     return steps[-1] if steps else 0
 
 
 def test_sigkill_at_random_moments_then_resume(tiny_dataset, tmp_path):
-    out, steps, rng = str(tmp_path / "run"), 60, random.Random(os.getpid())
+    """SIGKILL at random states of runs that cannot finish first; resuming loses nothing.
+
+    Each attempt is killed once it has logged a random step a few steps past the checkpoint
+    it resumed from: in the middle of a step, just before, during or after a save.
+    """
+    out, rng = str(tmp_path / "run"), random.Random(os.getpid())
     previous = 0
     for attempt in range(3):
         log_path = str(tmp_path / ("attempt%d.log" % attempt))
         extra = ["--resume"] if latest_checkpoint(out) else []
-        process = start(train_command(tiny_dataset, out, steps, *extra), log_path)
+        # The first attempt must leave a checkpoint, so the resume path always runs.
+        target = previous + rng.randint(1 if attempt else CHECKPOINT_EVERY,
+                                        2 * CHECKPOINT_EVERY + 1)
+        process = start(train_command(tiny_dataset, out, ENDLESS, *extra), log_path)
         try:
-            assert wait_for_step(log_path, process), open(log_path).read()
-            if attempt == 0:  # make sure the resume path is exercised at least once
-                deadline = time.time() + 120
-                while latest_checkpoint(out) is None and time.time() < deadline:
-                    time.sleep(0.05)
-            time.sleep(rng.uniform(0.0, 1.5))
+            wait_for_step(log_path, process, target)
+            if attempt == 0:
+                wait_until(lambda: latest_checkpoint(out) is not None, process, log_path,
+                           "checkpoint")
         finally:
             process.kill()
             process.wait()
         logged = last_logged_step(log_path)
         step = readable_step(out)
+        assert process.returncode == -signal.SIGKILL, "the run ended before it was killed"
         assert attempt > 0 or step > 0, "no checkpoint after the first attempt"
         assert step >= previous, "a checkpoint went backwards"
-        assert step >= logged - 3 - 1, "lost more than one checkpoint interval (%d vs %d)" % (
-            step, logged)
+        assert step >= logged - CHECKPOINT_EVERY - 1, \
+            "lost more than one checkpoint interval (%d vs %d)" % (step, logged)
         previous = step
+    # Finish a slice of the same schedule: --stop-at saves and exits at a given step.
+    stop_at = previous + 2 * CHECKPOINT_EVERY
     log_path = str(tmp_path / "final.log")
-    process = start(train_command(tiny_dataset, out, steps, "--resume"), log_path)
-    assert process.wait(timeout=300) == 0, open(log_path).read()
+    process = start(train_command(tiny_dataset, out, ENDLESS, "--resume", "--stop-at",
+                                  str(stop_at)), log_path)
+    assert process.wait(timeout=HANG_GUARD) == 0, open(log_path).read()
     assert "resumed from" in open(log_path).read()
-    assert readable_step(out) == steps
+    assert readable_step(out) == stop_at
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_saves_and_says_how_to_resume(tiny_dataset, tmp_path, sig):
     out, log_path = str(tmp_path / "run"), str(tmp_path / "log")
-    process = start(train_command(tiny_dataset, out, 100000), log_path)
+    process = start(train_command(tiny_dataset, out, ENDLESS), log_path)
     try:
-        assert wait_for_step(log_path, process), open(log_path).read()
+        wait_for_step(log_path, process)
         process.send_signal(sig)
-        assert process.wait(timeout=60) == 0
+        assert process.wait(timeout=HANG_GUARD) == 0
     finally:
         if process.poll() is None:
             process.kill()
