@@ -51,10 +51,12 @@ def test_train_writes_checkpoints_and_loss_falls(datasets, tmp_path, capsys):
     assert json.load(open(os.path.join(out, "config.json")))["model"]["lstm_units"] == 32
 
 
-def test_resume_continues_exactly(datasets, tmp_path):
+@pytest.mark.parametrize("augment", ["0", "0.5"])
+def test_resume_continues_exactly(datasets, tmp_path, augment):
     folder, _ = datasets
     straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
-    common = ["--train", folder, "--towers", "1", "--checkpoint-every", "5"] + TINY
+    common = ["--train", folder, "--towers", "1", "--checkpoint-every", "5",
+              "--augment", augment] + TINY
     assert run_train(common + ["--out", straight, "--steps", "12"]) == 0
     assert run_train(common + ["--out", resumed, "--steps", "12", "--stop-at", "6"]) == 0
     assert run_train(common + ["--out", resumed, "--steps", "12"]) == 2, "must refuse to overwrite"
@@ -63,6 +65,7 @@ def test_resume_continues_exactly(datasets, tmp_path):
     assert set(a) == set(b) and b["global_step"] == 12
     for name in a:
         np.testing.assert_allclose(a[name], b[name], rtol=1e-4, atol=1e-6, err_msg=name)
+    assert json.load(open(os.path.join(resumed, "config.json")))["augment"] == float(augment)
 
 
 def test_lmdb_training_evaluate_predict_export(datasets, tmp_path, capsys):
@@ -104,6 +107,7 @@ def test_lmdb_training_evaluate_predict_export(datasets, tmp_path, capsys):
     (["--train", "/nonexistent"], "does not exist"),
     (["--towers", "0"], "at least 1"),
     (["--width", "102"], "multiple of 4"),
+    (["--augment", "1.5"], "--augment must be a strength in [0, 1]"),
     (["--batch-size", "1", "--towers", "2"], "smaller than the 2 towers"),
 ])
 def test_train_bad_arguments(datasets, tmp_path, capsys, args, message):

@@ -16,6 +16,7 @@ from crnn_multigpu.cli.common import run_main, setup_logging
 from crnn_multigpu.compat import tf
 from crnn_multigpu.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset
+from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.pipeline import make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.devices import cpu_devices, session_config, visible_gpus
@@ -58,6 +59,10 @@ def build_parser():
                                                                "at 60%% and x0.1 at 85%% of --steps)")
     parser.add_argument("--clip-norm", type=float, default=5.0, help="gradient clipping (0: off)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--augment", type=float, default=0.0, metavar="STRENGTH",
+                        help="degrade training images on the fly (blur, resampling, contrast "
+                             "loss, noise, JPEG) at this strength in [0, 1]; 0 = off (default). "
+                             "Drawn from --seed and the step, so --resume continues exactly")
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     parser.add_argument("--checkpoint-every", type=int, default=500)
     parser.add_argument("--validate-every", type=int, default=500)
@@ -99,7 +104,7 @@ def run_config(args, charset):
     model["channels"] = list(model["channels"])
     return dict(model=model, charset="".join(charset.chars), image_width=args.width or None,
                 batch_size=args.batch_size, lr=args.lr, seed=args.seed, steps=args.steps,
-                train=os.path.abspath(args.train))
+                augment=args.augment, train=os.path.abspath(args.train))
 
 
 def check_run_dir(args, config):
@@ -161,6 +166,8 @@ def main_body(argv=None):
     charset = Charset.from_file(args.charset) if args.charset else Charset.default()
     if args.width and args.width % CRNN.DOWNSAMPLE:
         raise ValueError("--width must be a multiple of %d, got %d" % (CRNN.DOWNSAMPLE, args.width))
+    if not 0.0 <= args.augment <= 1.0:
+        raise ValueError("--augment must be a strength in [0, 1], got %g" % args.augment)
     config = run_config(args, charset)
     time_steps = CRNN.time_steps(args.width) if args.width else None
     train_set = open_dataset(args.train, charset=charset, time_steps=time_steps)
@@ -180,8 +187,9 @@ def main_body(argv=None):
                                            [args.lr, args.lr * 0.3, args.lr * 0.03])
         return tf.train.AdamOptimizer(rate)
 
+    augment = Degrader(args.augment, reference_height=train_set.height) if args.augment else None
     batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config["image_width"],
-                          seed=args.seed, min_batch=len(towers))
+                          seed=args.seed, min_batch=len(towers), augment=augment)
     # Feed-free input starts at the step training resumes from: same data order as one run.
     input_fn = make_input_fn(batches, charset, args.batch_size, len(towers),
                              fixed_width=config["image_width"], seed=args.seed,
@@ -202,8 +210,9 @@ def main_body(argv=None):
                           feed={m.training: True for m in wrapper.models}
                           if mode == "dataset" else None)
     sys.stderr.write("training on %d tower(s): %s; %d training images, batch %d, %d steps, "
-                     "input %s\n" % (len(towers), ", ".join(towers), len(train_set),
-                                      args.batch_size, steps, mode))
+                     "input %s, augmentation %s\n"
+                     % (len(towers), ", ".join(towers), len(train_set), args.batch_size, steps,
+                        mode, "%g" % args.augment if args.augment else "off"))
     with tf.Session(target, config=session_config(n_cpus)) as session:
         final_step = trainer.train(session, min(steps, args.stop_at or steps), resume=args.resume)
         if val_set is not None and final_step >= steps:

@@ -67,10 +67,10 @@ class LabelledImageDataset(object):
     """Shared behaviour of the on-disk datasets.
 
     Subclasses set ``self.texts`` (one per sample) and implement
-    ``_read(i) -> array`` and ``describe(i) -> str``. Samples whose label
-    fails ``charset.check_label`` are dropped at load: ``rejected`` maps the
-    reason to the dropped texts. ``safe_get`` returns None for an unreadable
-    image and records it in ``unreadable``.
+    ``_read(i, degrade) -> array`` (``load_image`` of the raw image, passing ``degrade``)
+    and ``describe(i) -> str``. Samples whose label fails ``charset.check_label`` are
+    dropped at load: ``rejected`` maps the reason to the dropped texts. ``safe_get``
+    returns None for an unreadable image and records it in ``unreadable``.
     """
 
     height = 32
@@ -92,20 +92,27 @@ class LabelledImageDataset(object):
 
     def __getitem__(self, index):
         """``(image array [height, w], text)``; raises ValueError on an unreadable image."""
-        if not -len(self) <= index < len(self):
-            raise IndexError("sample %d out of range for %d samples" % (index, len(self)))
-        return self._read(index), self.texts[index]
+        return self._sample(index)
 
-    def safe_get(self, index):
-        """Like ``ds[index]`` but returns None (and records it) when the image is unreadable."""
+    def safe_get(self, index, degrade=None):
+        """Like ``ds[index]`` but returns None (and records it) when the image is unreadable.
+
+        ``degrade``: applied to the raw image before normalisation (see ``load_image``);
+        training-time augmentation passes one per sample.
+        """
         try:
-            return self[index]
+            return self._sample(index, degrade)
         except ValueError as error:
             self.unreadable.append(self.describe(index))
             LOG.debug("%s", error)
             return None
 
-    def _read(self, index):
+    def _sample(self, index, degrade=None):
+        if not -len(self) <= index < len(self):
+            raise IndexError("sample %d out of range for %d samples" % (index, len(self)))
+        return self._read(index, degrade), self.texts[index]
+
+    def _read(self, index, degrade=None):
         raise NotImplementedError
 
     def describe(self, index):
@@ -146,8 +153,8 @@ class FolderDataset(LabelledImageDataset):
     def describe(self, index):
         return self.image_path(index)
 
-    def _read(self, index):
-        return load_image(self.image_path(index), self.height)
+    def _read(self, index, degrade=None):
+        return load_image(self.image_path(index), self.height, degrade)
 
 
 def with_progress(items, total, every=1000, stream=None, what="images"):

@@ -92,6 +92,17 @@ def _to_gray_float(image):
         raise ValueError("cannot convert image mode %s to grayscale: %s" % (mode, error))
 
 
+def _luminance(image):
+    """The image as mode L, transparency flattened as :func:`_to_gray_float` does it.
+
+    8-bit images without alpha convert exactly as ``_to_gray_float`` would read them, so a
+    ``degrade`` that returns its input leaves ``load_image``'s result unchanged.
+    """
+    if image.mode == "L":
+        return image
+    return Image.fromarray(np.round(_to_gray_float(image) * 255.0).astype(np.uint8))
+
+
 def _resize(pixels, width, height):
     resized = Image.fromarray(np.ascontiguousarray(pixels, dtype=np.float32)).resize(
         (width, height), _RESAMPLING.BILINEAR)
@@ -123,12 +134,15 @@ def stretch_contrast(pixels):
     return np.clip((pixels - low) / (high - low), 0.0, 1.0)
 
 
-def load_image(source, height=32):
+def load_image(source, height=32, degrade=None):
     """Load and normalise a text-line image.
 
     Args:
       source: a file path, encoded image bytes, or a PIL image of any mode.
       height: output height in pixels.
+      degrade: optional ``PIL image (mode L) -> PIL image (mode L)`` applied to the image at
+        its own size before normalisation (training-time augmentation), so that e.g. lost
+        contrast is stretched back, noise and all, as for a faded image at inference time.
 
     Returns:
       float32 array ``[height, width]`` in [0, 1], light text on a dark
@@ -139,9 +153,11 @@ def load_image(source, height=32):
       missing, not an image, corrupt or truncated.
     """
     image = _open(source)
-    pixels = _to_gray_float(image)
-    if pixels.size == 0:
+    if 0 in image.size:
         raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
+    if degrade is not None:
+        image = degrade(_luminance(image))
+    pixels = _to_gray_float(image)
     source_height, source_width = pixels.shape
     width = scaled_width(source_width, source_height, height)
     if (source_height, source_width) != (height, width):

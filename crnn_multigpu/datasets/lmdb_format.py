@@ -112,13 +112,13 @@ class LmdbDataset(LabelledImageDataset):
     def describe(self, index):
         return "%s in %s" % (image_key(self.indices[index]).decode("ascii"), self.path)
 
-    def _read(self, index):
+    def _read(self, index, degrade=None):
         with self._environment().begin() as txn:
             encoded = txn.get(image_key(self.indices[index]))
         if encoded is None:
             raise ValueError("cannot read image %s: key is missing" % self.describe(index))
         try:
-            return load_image(encoded, self.height)
+            return load_image(encoded, self.height, degrade)
         except ValueError as error:
             raise ValueError("cannot read image %s: %s"
                              % (self.describe(index), str(error).split(": ", 1)[-1]))

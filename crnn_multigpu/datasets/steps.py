@@ -2,13 +2,19 @@
 
 Training asks for "the batch of step s", never "the next batch", so a run
 resumed from a checkpoint at step s sees exactly the data an uninterrupted
-run would have seen.
+run would have seen. Training-time augmentation follows the same rule: the
+degradation of a sample is drawn from (seed, step, its slot in the batch).
 """
 import logging
+import threading
+
+import numpy as np
 
 from crnn_multigpu.datasets.batching import batch_indices, make_batch
 
 LOG = logging.getLogger(__name__)
+# A tag word keeps augmentation streams apart from other [seed, ...] streams (the renderer's).
+_AUGMENT_STREAM = 0x61756721
 
 
 class StepBatches(object):
@@ -16,20 +22,30 @@ class StepBatches(object):
 
     Unreadable images (``dataset.safe_get`` returns None) are left out of their
     batch, counted in ``skipped`` and the first few logged.
+
+    ``augment``: a ``Degrader`` (``augment(pil_image, rng) -> pil_image``) or None. Each
+    sample's raw image is degraded inside ``dataset.safe_get(index, degrade)`` with a
+    RandomState seeded by (seed, step, slot in the batch), so batches stay a pure function
+    of the step.
     """
 
     time_step_width = 4  # pixels per CTC time step of the CRNN conv stack
 
-    def __init__(self, dataset, charset, batch_size, fixed_width=None, seed=0, min_batch=1):
+    def __init__(self, dataset, charset, batch_size, fixed_width=None, seed=0, min_batch=1,
+                 augment=None):
         if len(dataset) < batch_size:
             raise ValueError("the training set has %d usable samples, fewer than one batch of %d; "
                              "generate more data or lower --batch-size" % (len(dataset), batch_size))
+        if augment is not None and not hasattr(dataset, "safe_get"):
+            raise ValueError("augmentation needs a dataset that reads raw images (folder, LMDB, "
+                             "synthetic): one whose safe_get(index, degrade) applies it")
         self.dataset, self.charset = dataset, charset
         self.batch_size, self.fixed_width, self.seed = batch_size, fixed_width, seed
-        self.min_batch = min_batch
+        self.min_batch, self.augment = min_batch, augment
         self.batches_per_epoch = len(dataset) // batch_size
         self.skipped, self.too_long = set(), set()
         self._cache = (None, None)
+        self._thread_state = threading.local()
 
     def _epoch_batches(self, epoch):
         if self._cache[0] != epoch:
@@ -40,8 +56,8 @@ class StepBatches(object):
     def __call__(self, step):
         epoch, position = divmod(int(step), self.batches_per_epoch)
         arrays, texts = [], []
-        for index in self._epoch_batches(epoch)[position]:
-            sample = self._get(int(index))
+        for slot, index in enumerate(self._epoch_batches(epoch)[position]):
+            sample = self._get(int(index), self._degrade(int(step), slot))
             if sample is not None and not self._fits(index, sample):
                 continue
             if sample is not None:
@@ -67,10 +83,25 @@ class StepBatches(object):
                             sample[1], sample[0].shape[1])
         return False
 
-    def _get(self, index):
+    def _degrade(self, step, slot):
+        """``image -> degraded image`` for sample ``slot`` of step ``step``'s batch, or None."""
+        if self.augment is None:
+            return None
+        # Reseeding a per-thread RandomState costs a tenth of building one per sample;
+        # ``degrade`` runs in this thread before its next reseed (decoding threads each own one).
+        rng = getattr(self._thread_state, "rng", None)
+        if rng is None:
+            rng = self._thread_state.rng = np.random.RandomState()
+        rng.seed([self.seed % 2 ** 32, step % 2 ** 32, (step // 2 ** 32) % 2 ** 32, slot,
+                  _AUGMENT_STREAM])
+        return lambda image: self.augment(image, rng)
+
+    def _get(self, index, degrade=None):
         if not hasattr(self.dataset, "safe_get"):
             return self.dataset[index]
-        sample = self.dataset.safe_get(index)
+        # Only an augmenting run passes ``degrade``: datasets of ready arrays need not take it.
+        sample = (self.dataset.safe_get(index, degrade) if degrade is not None
+                  else self.dataset.safe_get(index))
         if sample is None and index not in self.skipped:
             self.skipped.add(index)
             if len(self.skipped) <= 5:
