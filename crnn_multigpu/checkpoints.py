@@ -1,16 +1,26 @@
-"""Checkpoints that survive being killed at any moment, and the run's configuration.
+"""Checkpoints that survive being killed at any moment, damage on disk, full disks and divergence.
 
 TensorFlow's Saver writes the data and index files first and only then swaps
 the small ``checkpoint`` state file (an atomic rename), so a process killed
 during a save leaves the state file naming the last complete checkpoint. This
-module adds what the Saver leaves open: a writability check before training,
-a save that never takes the previous checkpoint down with it, and the run
-configuration that inference needs to rebuild the model.
+module adds what the Saver leaves open:
+
+- reading: ``latest_checkpoint`` returns the newest checkpoint that is *intact*
+  (``checkpoint_problem``), found from the state file and from the files on
+  disk, and names in one warning the damaged ones it skipped;
+- writing: ``CheckpointSaver`` never saves NaN/Inf, never replaces a file of an
+  existing checkpoint (a damaged one is renamed to ``*.damaged`` first), and
+  turns a failed write into one line that keeps the last good checkpoint;
+- a writability check before training, and the run configuration that
+  inference needs to rebuild the model.
 """
 import json
 import logging
 import os
+import re
 import tempfile
+
+import numpy as np
 
 from crnn_multigpu.compat import tf
 
@@ -19,6 +29,48 @@ log = logging.getLogger(__name__)
 CONFIG_NAME = "config.json"
 CHECKPOINT_SUBDIR = "checkpoints"
 CHECKPOINT_PREFIX = "model.ckpt"
+DAMAGED_SUFFIX = ".damaged"
+
+# The files of checkpoint PREFIX: PREFIX.index and PREFIX.data-00000-of-00001 (one per shard),
+# plus the .tempstateNNN names TensorFlow writes them under before renaming them.
+_FILE = re.compile(r"^(?P<prefix>.+?)\.(index|data-\d{5}-of-\d{5})(?P<temp>\.tempstate\d+)?$")
+_STEP = re.compile(r"-(\d+)$")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint problem the user must act on; the message says what to do (one line)."""
+    user_facing = True
+
+
+class NoIntactCheckpointError(CheckpointError):
+    """Checkpoint files exist, but none of them can be used."""
+
+
+class NonFiniteStateError(CheckpointError):
+    """The variables hold NaN or Inf: such a state is never saved."""
+
+
+class CheckpointSaveError(CheckpointError):
+    """Writing a checkpoint failed (disk full, permissions, ...); the previous one is kept."""
+
+
+def one_line(error):
+    """The cause of a TensorFlow or OS error in one line, without TensorFlow's graph trace.
+
+    TF 2 puts the op's own message after a ``Node: '...'`` line, TF 1 puts it first; both
+    then add pages of stack trace. A file path before ``; `` (``PATH; No space left on
+    device``) is dropped too: the callers name the checkpoint themselves.
+    """
+    text = getattr(error, "message", None) or str(error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    line = lines[0]
+    for index, candidate in enumerate(lines[:-1]):
+        if candidate.startswith("Node: "):
+            line = lines[index + 1]
+            break
+    return line.rsplit("; ", 1)[-1]
 
 
 def atomic_write_text(path, text):
@@ -69,18 +121,158 @@ def checkpoint_dir(run_dir):
     return os.path.join(run_dir, CHECKPOINT_SUBDIR)
 
 
-def latest_checkpoint(run_dir):
-    """Path prefix of the newest complete checkpoint of a run (or of a checkpoint folder), or None."""
-    for directory in (checkpoint_dir(run_dir), run_dir):
-        if os.path.isdir(directory):
-            path = tf.train.latest_checkpoint(directory)
-            if path:
-                return path
+# -- finding and verifying -------------------------------------------------------------------
+
+def _checkpoint_step(prefix):
+    """The global step in a checkpoint's name (``model.ckpt-1500`` -> 1500), or -1."""
+    match = _STEP.search(prefix)
+    return int(match.group(1)) if match else -1
+
+
+def checkpoint_files(prefix):
+    """The files on disk that belong to checkpoint ``prefix`` (index, data shards, temporaries)."""
+    directory, base = os.path.split(prefix)
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return []
+    return [os.path.join(directory, name) for name in sorted(names)
+            if _FILE.match(name) and _FILE.match(name).group("prefix") == base]
+
+
+def checkpoint_prefixes(directory):
+    """Every checkpoint in ``directory``, newest (highest global step) first.
+
+    Taken from the ``checkpoint`` state file's list *and* from the index and data files on
+    disk: a deleted or garbled state file, or a checkpoint whose index file is gone, hides
+    none of the others. The list may name damaged checkpoints; see ``checkpoint_problem``.
+    """
+    found = set()
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except (tf.errors.OpError, ValueError, UnicodeDecodeError):  # a garbled state file
+        state = None
+    if state is not None:
+        # By name only: our Saver writes relative paths, and a run folder that was moved
+        # still holds its checkpoints beside the state file.
+        found.update(os.path.join(directory, os.path.basename(path)) for path in
+                     list(state.all_model_checkpoint_paths) + [state.model_checkpoint_path])
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        names = []
+    for name in names:
+        match = _FILE.match(name)
+        if match and not match.group("temp"):  # a temporary alone is a save under way
+            found.add(os.path.join(directory, match.group("prefix")))
+    return sorted(found, key=lambda prefix: (_checkpoint_step(prefix), prefix), reverse=True)
+
+
+# Verdicts of checkpoint_problem by (file, size, modification time): a process that looks
+# at a run several times (config check, resume step, restore; a test polling) reads each
+# checkpoint once.
+_verdicts = {}
+
+
+def checkpoint_problem(prefix):
+    """Why the checkpoint at ``prefix`` cannot be used, in a few words; None when it is intact.
+
+    Intact means: the index file reads, every tensor it lists reads back in full from the
+    data files (TensorFlow checks each one's size and checksum against the index) with the
+    shape the index gives it, and every floating-point value is finite. Reading a whole
+    checkpoint costs about as much as restoring it.
+    """
+    files = checkpoint_files(prefix)
+    if not files:
+        return "files missing"
+    if prefix + ".index" not in files:
+        return "index file missing"
+    if not any(".data-" in os.path.basename(path) for path in files):
+        return "data file missing"
+    try:
+        signature = tuple((path, os.stat(path).st_size, os.stat(path).st_mtime_ns)
+                          for path in files)
+    except OSError as error:  # removed while we looked
+        return "unreadable: %s" % (error.strerror or error)
+    if signature not in _verdicts:
+        _verdicts[signature] = _read_all(prefix)
+    return _verdicts[signature]
+
+
+def _read_all(prefix):
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        shapes = reader.get_variable_to_shape_map()
+        for name in sorted(shapes):
+            value = np.asarray(reader.get_tensor(name))
+            if list(value.shape) != list(shapes[name]):
+                return "%s has shape %s but the index says %s" % (name, list(value.shape),
+                                                                  list(shapes[name]))
+            if value.dtype.kind in "fc" and not np.all(np.isfinite(value)):
+                return "%s holds NaN or Inf" % name
+    except Exception as error:  # the readers raise OpError, IndexError, ... by TF version
+        return "unreadable: %s" % one_line(error)
     return None
 
 
-def require_checkpoint(run_dir):
-    """Like ``latest_checkpoint`` but raise a clear error when there is none."""
+# Damaged checkpoints already named in a warning by this process: it may look several times.
+_reported = set()
+
+
+def newest_intact(directory):
+    """Path prefix of the newest intact checkpoint in ``directory``; None if it holds none at all.
+
+    Damaged newer ones are skipped with one warning naming them and why. Raises
+    ``NoIntactCheckpointError`` when there are checkpoint files but none is intact: never
+    a silent "no checkpoint", which would let training start again from step 0.
+    """
+    # A second look when nothing is intact: another process may have been between the
+    # data and the index file of its first save, which is complete a moment later.
+    for _ in range(2):
+        prefixes, skipped = checkpoint_prefixes(directory), []
+        if not prefixes:
+            return None
+        for prefix in prefixes:
+            problem = checkpoint_problem(prefix)
+            if problem is None:
+                if skipped and tuple(skipped) not in _reported:
+                    _reported.add(tuple(skipped))
+                    log.warning("skipped damaged checkpoint(s) %s; using %s",
+                                _describe(skipped), prefix)
+                return prefix
+            skipped.append((prefix, problem))
+    raise NoIntactCheckpointError(
+        "%s holds %d checkpoint(s) but none is intact: %s. Restore them from a backup, or move "
+        "them away to train from the start" % (directory, len(skipped), _describe(skipped)))
+
+
+def _describe(skipped):
+    return ", ".join("%s (%s)" % (os.path.basename(prefix), problem) for prefix, problem in skipped)
+
+
+def latest_checkpoint(run_dir):
+    """Path prefix of the newest intact checkpoint of a run (or of a checkpoint folder), or None.
+
+    None only when there are no checkpoint files at all; see ``newest_intact``.
+    """
+    for directory in (checkpoint_dir(run_dir), run_dir):
+        if os.path.isdir(directory) and checkpoint_prefixes(directory):
+            return newest_intact(directory)
+    return None
+
+
+def require_checkpoint(run_dir, prefix=None):
+    """The checkpoint to read: ``prefix``, else the newest of ``run_dir``; intact, or an error."""
+    if prefix is not None:
+        problem = checkpoint_problem(prefix)
+        if problem == "files missing":
+            raise FileNotFoundError("no checkpoint %s (no %s.index); pass the --out directory of "
+                                    "crnn-train, or a checkpoint path prefix in its %s/ folder"
+                                    % (prefix, os.path.basename(prefix), CHECKPOINT_SUBDIR))
+        if problem:
+            raise NoIntactCheckpointError("checkpoint %s is damaged (%s); pass the run directory "
+                                          "to use its newest intact checkpoint" % (prefix, problem))
+        return prefix
     path = latest_checkpoint(run_dir)
     if path is None:
         raise FileNotFoundError("no checkpoint found in %s (looked in %s). Train first with "
@@ -88,11 +280,44 @@ def require_checkpoint(run_dir):
     return path
 
 
+def move_aside(prefix, reason):
+    """Rename the files of a damaged checkpoint to ``*.damaged``, so no save replaces them."""
+    for path in checkpoint_files(prefix):
+        target, number = path + DAMAGED_SUFFIX, 1
+        while os.path.exists(target):
+            target, number = "%s%s.%d" % (path, DAMAGED_SUFFIX, number), number + 1
+        os.rename(path, target)
+    log.warning("moved the damaged checkpoint %s (%s) aside as %s*%s before saving that step "
+                "again", prefix, reason, os.path.basename(prefix), DAMAGED_SUFFIX)
+
+
+# -- saving ----------------------------------------------------------------------------------
+
+class FiniteCheck(object):
+    """One session call that tells which floating-point variables hold NaN or Inf."""
+
+    def __init__(self, variables):
+        self.variables = [v for v in variables if v.dtype.base_dtype.is_floating]
+        with tf.name_scope("finite_check"):
+            self._flags = tf.stack([tf.reduce_all(tf.is_finite(v)) for v in self.variables]) \
+                if self.variables else None
+
+    def nonfinite(self, session):
+        """Names of the variables that hold NaN or Inf now."""
+        if self._flags is None:
+            return []
+        flags = session.run(self._flags)
+        return [v.op.name for v, finite in zip(self.variables, flags) if not finite]
+
+
 class CheckpointSaver(object):
-    """Periodic, failure-tolerant saving of the full training state.
+    """Periodic saving of the full training state that never loses a good checkpoint.
 
     The full state is every global variable: weights, optimizer slots, batch-norm
     moving statistics and the global step, so a resumed run continues exactly.
+    Before a save, the variables are checked to be finite (a diverged run can poison
+    batch-norm statistics or optimizer slots while its loss still looks finite);
+    files of an existing checkpoint are never replaced.
     """
 
     def __init__(self, run_dir, max_to_keep=3, var_list=None):
@@ -100,22 +325,70 @@ class CheckpointSaver(object):
         ensure_writable(self.directory)
         self.saver = tf.train.Saver(var_list=var_list, max_to_keep=max_to_keep,
                                     save_relative_paths=True)
+        variables = var_list.values() if isinstance(var_list, dict) else var_list
+        self.finite = FiniteCheck(list(variables or tf.global_variables()))
+        self.last_path = None  # the newest checkpoint of this state: restored or saved here
 
     def save(self, session, step):
-        """Save at ``step``; on failure (disk full, ...) log it and keep the previous checkpoint."""
+        """Save at ``step``; returns the path, or None after a failed write (logged in one line).
+
+        Training may go on after a failed write (space may be freed); the previous
+        checkpoint is kept. Raises ``NonFiniteStateError`` instead of saving NaN/Inf.
+        """
+        try:
+            return self.save_or_raise(session, step)
+        except CheckpointSaveError as error:
+            log.error("%s", error)
+            return None
+
+    def save_or_raise(self, session, step):
+        """Like ``save`` but a failed write raises ``CheckpointSaveError``."""
+        prefix = os.path.join(self.directory, "%s-%d" % (CHECKPOINT_PREFIX, step))
+        if prefix == self.last_path:
+            return prefix  # this very state is on disk already (restored, or saved at this step)
+        bad = self.finite.nonfinite(session)
+        if bad:
+            raise NonFiniteStateError(
+                "refusing to save step %d: %d variable(s) hold NaN or Inf (%s); %s. The model "
+                "diverged: lower --lr (keep --clip-norm) and continue with --resume"
+                % (step, len(bad), ", ".join(bad[:3]) + (", ..." if len(bad) > 3 else ""),
+                   self._kept()))
+        if checkpoint_files(prefix):
+            problem = checkpoint_problem(prefix)
+            if problem is None:
+                raise CheckpointSaveError("not saving step %d: %s already holds an intact "
+                                          "checkpoint of that step from another run, which is "
+                                          "never overwritten" % (step, prefix))
+            move_aside(prefix, problem)
         try:
             path = self.saver.save(session, os.path.join(self.directory, CHECKPOINT_PREFIX),
                                    global_step=step, write_meta_graph=False)
-            return path
         except (tf.errors.OpError, OSError, ValueError) as error:  # Saver wraps some as ValueError
-            log.error("saving the checkpoint at step %d failed (%s); the previous checkpoint %s is "
-                      "kept", step, getattr(error, "message", error),
-                      tf.train.latest_checkpoint(self.directory))
-            return None
+            for partial in checkpoint_files(prefix):  # only ours: the step had no files before
+                _remove_quietly(partial)
+            raise CheckpointSaveError("could not save the checkpoint of step %d in %s: %s; %s. "
+                                      "Free disk space (or fix permissions) and continue with "
+                                      "--resume" % (step, self.directory, one_line(error),
+                                                    self._kept()))
+        self.last_path = path
+        return path
+
+    def _kept(self):
+        if self.last_path is None:
+            return "no checkpoint of this run was saved yet"
+        return "the last good checkpoint %s is kept" % self.last_path
 
     def restore_latest(self, session):
-        """Restore the newest checkpoint if there is one; returns its path or None."""
-        path = tf.train.latest_checkpoint(self.directory)
+        """Restore the newest intact checkpoint if there is one; returns its path or None."""
+        path = newest_intact(self.directory)
         if path:
             self.saver.restore(session, path)
+            self.last_path = path
         return path
+
+
+def _remove_quietly(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass

@@ -30,7 +30,7 @@ class Recognizer(object):
     Args:
       run_dir: the ``--out`` directory of ``crnn-train`` (config.json + checkpoints/).
       beam_width: 0/1 greedy decoding, >1 CTC beam search.
-      checkpoint: a specific checkpoint path prefix instead of the newest.
+      checkpoint: a specific checkpoint path prefix instead of the newest intact one.
       lexicon: optional :class:`~crnn_multigpu.lexicon.LexiconDecoder` for this model's
         charset (also settable later as ``recognizer.lexicon``): every transcription
         is then post-processed by it, and its log probability is log p(text | image)
@@ -42,7 +42,7 @@ class Recognizer(object):
         self.charset = Charset(self.config["charset"])
         self.lexicon = lexicon
         self.image_width = self.config.get("image_width")
-        self.checkpoint = checkpoint or require_checkpoint(run_dir)
+        self.checkpoint = require_checkpoint(run_dir, checkpoint)
         self.graph = tf.Graph()
         with self.graph.as_default():
             self.model = CRNN(beam_width=beam_width, **self.config["model"])

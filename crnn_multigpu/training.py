@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from crnn_multigpu.checkpoints import CheckpointSaver
+from crnn_multigpu.checkpoints import CheckpointSaver, NonFiniteStateError
 from crnn_multigpu.compat import tf
 from crnn_multigpu.sharding import batch_size
 from crnn_multigpu.towers import NONFINITE_MESSAGE
@@ -146,7 +146,13 @@ class Trainer(object):
         return step
 
     def train(self, session, steps, resume=False):
-        """Train until the global step reaches ``steps``; returns the final global step."""
+        """Train until the global step reaches ``steps``; returns the final global step.
+
+        The state reached is saved at the end, also after an error or a signal. Raises
+        ``CheckpointSaveError`` when that final save fails (the work since the last good
+        checkpoint is lost) and ``NonFiniteStateError`` when the variables went NaN/Inf
+        (nothing is saved; the last good checkpoint stays the newest).
+        """
         wrapper = self.wrapper
         step = self.restore_or_initialize(session, resume)
         if self.is_chief:
@@ -174,33 +180,49 @@ class Trainer(object):
                     if self.writer is not None and self.summary_every and \
                             step % self.summary_every == 0:
                         want["summary"] = wrapper.summary_op
-                    if not self._run_step(session, want, feed, step, last):
-                        step += 1
-                        continue
+                    ran = self._run_step(session, want, feed, step, last)
                     step += 1
-                    window_images += int(last.get("images", getattr(
-                        self.input_fn, "batch_size", 0))) if feed_free else batch_size(batch)
-                    if self.writer is not None and "summary" in last:
-                        self.writer.add_summary(last.pop("summary"), step)
-                    if self.log_every and (step % self.log_every == 0 or step == steps):
-                        rate = window_images / max(time.time() - window_start, 1e-9)
-                        self._progress(step, steps, last, rate)
-                        window_start, window_images = time.time(), 0
-                    if self.saver and self.checkpoint_every and step % self.checkpoint_every == 0:
+                    if ran:
+                        window_images += int(last.get("images", getattr(
+                            self.input_fn, "batch_size", 0))) if feed_free else batch_size(batch)
+                        if self.writer is not None and "summary" in last:
+                            self.writer.add_summary(last.pop("summary"), step)
+                        if self.log_every and (step % self.log_every == 0 or step == steps):
+                            rate = window_images / max(time.time() - window_start, 1e-9)
+                            self._progress(step, steps, last, rate)
+                            window_start, window_images = time.time(), 0
+                    # Also after a skipped batch: a run of them must not stop the checkpoints.
+                    # The last step is saved once, below, where a failure is an error.
+                    if self.saver and self.checkpoint_every and \
+                            step % self.checkpoint_every == 0 and step < steps:
                         self.saver.save(session, step)
-                    if self.validate and self.validate_every and step % self.validate_every == 0:
+                    if ran and self.validate and self.validate_every and \
+                            step % self.validate_every == 0:
                         self._validate(session, step)
-                if stop:
-                    self._print("%s received at step %d: checkpoint saved; continue with the same "
-                                "command plus --resume" % (stop.signal_name, step))
+        except NonFiniteStateError:
+            raise  # nothing more can be saved: the last good checkpoint stays the newest
+        except BaseException:
+            self._save_after_error(session, step)
+            raise
         finally:
             if prefetcher is not None:
                 prefetcher.close()
-            if self.saver and step > 0:
-                self.saver.save(session, step)
             if self.writer is not None:
                 self.writer.flush()
+        if self.saver and step > 0:
+            self.saver.save_or_raise(session, step)  # work that cannot be kept is an error
+        if stop:
+            self._print("%s received at step %d: checkpoint saved; continue with the same "
+                        "command plus --resume" % (stop.signal_name, step))
         return step
+
+    def _save_after_error(self, session, step):
+        """Keep the steps done before an error, without hiding that error: failures are logged."""
+        if self.saver and step > 0:
+            try:
+                self.saver.save(session, step)  # logs a failed write itself
+            except NonFiniteStateError as error:
+                log.error("%s", error)
 
     def _check_pipeline_start(self, step):
         if self._pipeline_step is not None and self._pipeline_step != step:
