@@ -11,7 +11,7 @@ RUN ?= runs/main
 VENV2 := .venv
 VENV1 := .venv-tf1
 
-.PHONY: all venv venv-tf1 test test-tf2 test-tf1 train benchmark clean
+.PHONY: all venv venv-tf1 test test-tf2 test-tf1 train benchmark clean system-packages test-packages
 
 all: test
 
@@ -33,17 +33,24 @@ $(VENV1)/.installed: requirements-tf1.txt pyproject.toml
 venv: $(VENV2)/.installed
 venv-tf1: $(VENV1)/.installed
 
+# Debian packages: typefaces, a word list and poppler (root: apt-get; others: told what to install).
+system-packages:
+	scripts/install_system_packages.sh
+
+test-packages:
+	scripts/install_system_packages.sh --minimal
+
 test: test-tf2 test-tf1
 
-test-tf2: $(VENV2)/.installed
+test-tf2: $(VENV2)/.installed test-packages
 	$(VENV2)/bin/python -m pytest $(PYTEST_ARGS)
 
-test-tf1: $(VENV1)/.installed
+test-tf1: $(VENV1)/.installed test-packages
 	$(VENV1)/bin/python -m pytest $(PYTEST_ARGS)
 
 # TF 2.x leaves its oneDNN CPU kernels off on some processors (AMD among them); measured here
 # they make the CRNN step ~25 % faster and runs stay repeatable (at the cost of two log lines).
-train: $(VENV2)/.installed
+train: $(VENV2)/.installed system-packages
 	TF_ENABLE_ONEDNN_OPTS=$${TF_ENABLE_ONEDNN_OPTS:-1} $(VENV2)/bin/python -m crnn_multigpu.cli.main_job --out $(RUN) --towers $(TOWERS) --steps $(STEPS)
 
 benchmark: $(VENV2)/.installed

@@ -175,3 +175,15 @@ def test_generate_lists_fonts_writes_recipes_and_never_overwrites(tmp_path, caps
     assert "already holds a dataset" in capsys.readouterr().err
     assert generate.main(["--out", out, "--lazy", "--count", "10", "--overwrite"]) == 0
     assert len(open_dataset(out)) == 10
+
+
+def test_text_kinds_restrict_what_is_drawn(tmp_path):
+    words = write_words(tmp_path, u"river\nstone\n")
+    only_words = TextSampler(CHARSET, words=words, kinds=["word"])
+    assert set(label for _, label in (only_words.sample(np.random.RandomState(i))
+                                      for i in range(100))) == {"river", "stone"}
+    numbers = TextSampler(CHARSET, min_len=3, max_len=5, kinds=["number"])
+    assert all(label.isdigit() for _, label in (numbers.sample(np.random.RandomState(i))
+                                                for i in range(50)))
+    with pytest.raises(ValueError, match="unknown text kind"):
+        TextSampler(CHARSET, kinds=["poem"])

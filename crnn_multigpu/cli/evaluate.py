@@ -5,6 +5,7 @@ for tools to parse; progress goes to stderr.
 """
 import argparse
 import json
+import os
 import sys
 
 from crnn_multigpu.cli.common import run_main, setup_logging
@@ -12,8 +13,9 @@ from crnn_multigpu.cli.common import run_main, setup_logging
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="crnn-evaluate", description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", required=True,
-                        help="run directory of crnn-train (or a checkpoint path prefix inside it)")
+    parser.add_argument("--checkpoint",
+                        help="run directory of crnn-train (or a checkpoint path prefix inside it; "
+                             "default: the shipped word model, models/words)")
     parser.add_argument("--data", required=True, help="dataset: folder with labels.txt, or LMDB")
     parser.add_argument("--beam-width", type=int, default=0, help="0: greedy; >1: CTC beam search")
     parser.add_argument("--batch-size", type=int, default=64)
@@ -55,9 +57,21 @@ def lexicon_decoder(args, words, charset):
                           name="lexicon %s" % args.lexicon)
 
 
+# The word model shipped in the repository (models/README.md says how it was trained).
+SHIPPED_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "models", "words")
+
+
 def resolve_run(path):
-    """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder."""
-    import os
+    """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder.
+
+    ``None`` means the shipped word model.
+    """
+    if path is None:
+        if not os.path.isfile(os.path.join(SHIPPED_MODEL, "config.json")):
+            raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
+                                    "%s; pass the --out folder of crnn-train" % SHIPPED_MODEL)
+        return SHIPPED_MODEL, None
     if os.path.isdir(path):
         return path, None
     folder = os.path.dirname(path)

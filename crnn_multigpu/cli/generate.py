@@ -47,6 +47,10 @@ def build_parser():
     parser.add_argument("--words", metavar="FILE",
                         help="word list, one word (or word<TAB>count) per line (default: the "
                              "system list, /usr/share/dict)")
+    parser.add_argument("--kinds", metavar="K,K",
+                        help="kinds of text, comma-separated, from word (dictionary words), number, "
+                             "code (letters and digits), pseudo (pronounceable), random "
+                             "(default: all, mixed)")
     parser.add_argument("--min-len", type=int, default=1, help="shortest text (default: 1)")
     parser.add_argument("--max-len", type=int, default=10, help="longest text (default: 10)")
     parser.add_argument("--difficulty", type=float, default=0.5,
@@ -122,6 +126,7 @@ def generate(argv=None):
     charset = Charset.from_file(args.charset) if args.charset else Charset.default()
     if args.list_fonts:
         return list_fonts(args, charset)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
     fonts = select_fonts(args.fonts, args.font_dir, charset.chars, args.holdout_fraction,
                          include_reserved=args.include_reserved)
     if args.lazy:
@@ -130,13 +135,13 @@ def generate(argv=None):
                             font_dirs=[os.path.abspath(d) for d in args.font_dir or ()] or None,
                             include_reserved=args.include_reserved, min_len=args.min_len,
                             max_len=args.max_len, difficulty=args.difficulty,
-                            words=args.words and os.path.abspath(args.words),
+                            words=args.words and os.path.abspath(args.words), kinds=kinds,
                             charset="".join(charset.chars))
         print("wrote %s: %d images in %d fonts, rendered when read" % (path, args.count, len(fonts)))
         return 0
     generator = SyntheticTextGenerator(charset, fonts, min_len=args.min_len,
                                        max_len=args.max_len, seed=args.seed,
-                                       difficulty=args.difficulty, words=args.words)
+                                       difficulty=args.difficulty, words=args.words, kinds=kinds)
     every = 0 if args.quiet else max(100, min(10000, args.count // 10))
     started = time.time()
     if args.format == "folder":

@@ -39,12 +39,12 @@ def build_parser():
 def _render_part(job):
     from crnn_multigpu.charset import Charset
     from crnn_multigpu.datasets import SyntheticTextGenerator, write_dataset
-    out_dir, fonts, seed, start, count = job
-    generator = SyntheticTextGenerator(Charset.default(), fonts, seed=seed)
+    out_dir, fonts, seed, start, count, kinds = job
+    generator = SyntheticTextGenerator(Charset.default(), fonts, seed=seed, kinds=kinds)
     return write_dataset(out_dir, generator, count, start=start, progress=False)
 
 
-def render_parallel(out_dir, fonts, seed, count, workers):
+def render_parallel(out_dir, fonts, seed, count, workers, kinds=None):
     """Render ``count`` samples in ``workers`` processes into one folder dataset."""
     from crnn_multigpu.datasets.folder import read_labels, write_labels
     if os.path.isfile(os.path.join(out_dir, "labels.txt")):
@@ -53,7 +53,7 @@ def render_parallel(out_dir, fonts, seed, count, workers):
     started = time.time()
     sizes = [count // workers + (1 if i < count % workers else 0) for i in range(workers)]
     starts = [sum(sizes[:i]) for i in range(workers)]
-    jobs = [(os.path.join(out_dir, "part%d" % i), fonts, seed, starts[i], sizes[i])
+    jobs = [(os.path.join(out_dir, "part%d" % i), fonts, seed, starts[i], sizes[i], kinds)
             for i in range(workers) if sizes[i]]
     with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
         pool.map(_render_part, jobs)
@@ -86,7 +86,9 @@ def main_body(argv=None):
     data_dir, run_dir = os.path.join(args.out, "data"), os.path.join(args.out, "run")
     train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
     render_parallel(train_dir, train_fonts, args.seed, args.train_count, args.workers)
-    render_parallel(val_dir, heldout_fonts, args.seed + 1000003, args.val_count, args.workers)
+    # Validation: dictionary words (lower case, Capitalised, UPPER) in the held-out families.
+    render_parallel(val_dir, heldout_fonts, args.seed + 1000003, args.val_count, args.workers,
+                    kinds=("word",))
 
     from crnn_multigpu.checkpoints import latest_checkpoint
     from crnn_multigpu.cli import train

@@ -9,7 +9,8 @@ from crnn_multigpu.cli.evaluate import (add_lexicon_arguments, lexicon_decoder, 
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="crnn-predict", description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", required=True, help="run directory of crnn-train")
+    parser.add_argument("--checkpoint", help="run directory of crnn-train (default: the shipped "
+                                             "word model, models/words)")
     parser.add_argument("images", nargs="+", help="image files, any size and mode")
     parser.add_argument("--beam-width", type=int, default=0, help="0: greedy; >1: CTC beam search")
     parser.add_argument("--picture", help="write a PNG grid of the inputs with their predictions")

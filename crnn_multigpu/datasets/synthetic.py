@@ -41,13 +41,14 @@ class SyntheticTextGenerator(object):
     ``fonts`` must all draw the charset (see ``find_fonts(chars=...)``); font
     sizes are chosen around ``height``; texts have ``min_len..max_len``
     characters, drawn by :class:`~crnn_multigpu.datasets.words.TextSampler`
-    (``words``: a word list path or object; None = the system word list).
+    (``words``: a word list path or object; None = the system word list;
+    ``kinds``: which kinds of text, default all).
     ``difficulty`` in [0, 1] scales geometry, contrast loss, clutter and
     degradations; 1 is the strongest setting that keeps glyphs readable.
     """
 
     def __init__(self, charset, fonts, height=32, min_len=1, max_len=10, seed=0,
-                 difficulty=0.5, words=None):
+                 difficulty=0.5, words=None, kinds=None):
         if not fonts:
             raise ValueError("SyntheticTextGenerator needs at least one font file")
         if not 1 <= min_len <= max_len:
@@ -57,7 +58,7 @@ class SyntheticTextGenerator(object):
         self.charset, self.fonts, self.height, self.seed = charset, list(fonts), height, seed
         self.min_len, self.max_len = min_len, max_len
         self.difficulty = float(difficulty)
-        self.texts = TextSampler(charset, min_len, max_len, words)
+        self.texts = TextSampler(charset, min_len, max_len, words, kinds)
         self._visible = [c for c in charset.chars if not c.isspace()]
         if not self._visible:
             raise ValueError("the charset has only whitespace: nothing to render")
@@ -349,7 +350,7 @@ class SyntheticDataset(object):
 RECIPE_FILE = "synthetic.json"
 _RECIPE_DEFAULTS = dict(count=1000000, start=0, seed=0, fonts="train", holdout_fraction=0.2,
                         font_dirs=None, include_reserved=False, min_len=1, max_len=10,
-                        difficulty=0.5, words=None, charset=None)
+                        difficulty=0.5, words=None, kinds=None, charset=None)
 
 
 def write_recipe(out_dir, **settings):
@@ -357,7 +358,8 @@ def write_recipe(out_dir, **settings):
 
     Keys (defaults in ``_RECIPE_DEFAULTS``): count, start, seed, fonts (side of the font
     split), holdout_fraction, font_dirs, include_reserved, min_len, max_len,
-    difficulty, words (word list path or None), charset (string or None = default).
+    difficulty, words (word list path or None), kinds (list of text kinds or None = all),
+    charset (string or None = default).
     """
     unknown = set(settings) - set(_RECIPE_DEFAULTS)
     if unknown:
@@ -391,5 +393,6 @@ def open_recipe(path, charset=None, time_steps=None, height=32):
                          recipe["holdout_fraction"], include_reserved=recipe["include_reserved"])
     generator = SyntheticTextGenerator(charset, fonts, height=height, min_len=recipe["min_len"],
                                        max_len=recipe["max_len"], seed=recipe["seed"],
-                                       difficulty=recipe["difficulty"], words=recipe["words"])
+                                       difficulty=recipe["difficulty"], words=recipe["words"],
+                                       kinds=recipe["kinds"])
     return SyntheticDataset(generator, recipe["count"], start=recipe["start"], height=height)

@@ -96,11 +96,12 @@ class TextSampler(object):
     """Draws ``(drawn, label)`` texts of ``min_len..max_len`` characters for a charset.
 
     ``words``: a :class:`WordList`, a path, or None for the system list (if any;
-    without one, words are pseudo-words). Charsets without latin letters get
-    random strings only.
+    without one, words are pseudo-words). ``kinds``: the kinds of :data:`TEXT_MIX`
+    to draw (default: all), e.g. ``("word",)`` for a dictionary-word test set.
+    Charsets without latin letters get random strings only.
     """
 
-    def __init__(self, charset, min_len=1, max_len=10, words=None):
+    def __init__(self, charset, min_len=1, max_len=10, words=None, kinds=None):
         self.charset, self.min_len, self.max_len = charset, min_len, max_len
         self._visible = [c for c in charset.chars if not c.isspace()]
         self._space = " " if " " in charset else None
@@ -114,10 +115,18 @@ class TextSampler(object):
         if isinstance(words, str):
             words = WordList(words, self.label_of, min_len=min_len, max_len=max_len)
         self.words = words
+        unknown = set(kinds or ()) - set(kind for kind, _ in TEXT_MIX)
+        if unknown:
+            raise ValueError("unknown text kind(s) %s; choose from %s" % (
+                ", ".join(sorted(unknown)), ", ".join(kind for kind, _ in TEXT_MIX)))
+        wanted = kinds or [kind for kind, _ in TEXT_MIX]
         kinds = [(kind, share) for kind, share in TEXT_MIX
-                 if (kind != "word" or words is not None) and
+                 if kind in wanted and (kind != "word" or words is not None) and
                  (kind not in ("word", "pseudo", "code") or self._has_letters) and
                  (kind != "number" or self._digits)]
+        if not kinds:
+            raise ValueError("none of the text kinds %s can be drawn with this charset and word "
+                             "list" % ", ".join(wanted))
         total = sum(share for _, share in kinds)
         self._kinds = [kind for kind, _ in kinds]
         self._kind_cumulative = np.cumsum([share / total for _, share in kinds])
