@@ -187,3 +187,17 @@ def test_text_kinds_restrict_what_is_drawn(tmp_path):
                                                 for i in range(50)))
     with pytest.raises(ValueError, match="unknown text kind"):
         TextSampler(CHARSET, kinds=["poem"])
+
+
+def test_parallel_rendering_writes_the_same_dataset(fonts, tmp_path):
+    from crnn_multigpu.datasets import read_labels, write_dataset
+    generator = SyntheticTextGenerator(CHARSET, fonts[:3], seed=9)
+    serial, parallel = str(tmp_path / "serial"), str(tmp_path / "parallel")
+    write_dataset(serial, generator, 24, start=5, progress=False)
+    write_dataset(parallel, generator, 24, start=5, progress=False, every=5, workers=2)
+    labels = read_labels(os.path.join(serial, "labels.txt"))
+    assert labels == read_labels(os.path.join(parallel, "labels.txt")) and len(labels) == 24
+    for relative, _ in labels:
+        with open(os.path.join(serial, relative), "rb") as one, \
+                open(os.path.join(parallel, relative), "rb") as other:
+            assert one.read() == other.read()

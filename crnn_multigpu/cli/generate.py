@@ -62,6 +62,8 @@ def build_parser():
                              "read, e.g. by crnn-train, so --count can be millions")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing dataset in --out")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="processes rendering the folder format (default: one per CPU)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser
 
@@ -69,6 +71,8 @@ def build_parser():
 def _check_arguments(args):
     if not args.out and not args.list_fonts:
         raise ValueError("--out is required: the folder to write the dataset to")
+    if args.workers < 1:
+        raise ValueError("--workers must be at least 1, got %d" % args.workers)
     if args.count < 1:
         raise ValueError("--count must be at least 1, got %d" % args.count)
     if args.start < 0:
@@ -146,7 +150,7 @@ def generate(argv=None):
     started = time.time()
     if args.format == "folder":
         write_dataset(args.out, generator, args.count, start=args.start,
-                      progress=not args.quiet, every=every)
+                      progress=not args.quiet, every=every, workers=args.workers)
     else:
         samples = generator.iterate(args.start, args.count)
         if every:
@@ -154,9 +158,10 @@ def generate(argv=None):
         write_lmdb(args.out, samples, overwrite=True)
         charset.to_file(os.path.join(args.out, "charset.txt"))
     seconds = time.time() - started
-    print("wrote %d images to %s (%s format, %d fonts) in %.1f s: %.0f images/s"
-          % (args.count, args.out, args.format, len(fonts), seconds,
-             args.count / max(seconds, 1e-9)))
+    processes = args.workers if args.format == "folder" else 1
+    print("wrote %d images to %s (%s format, %d fonts) in %.1f s: %.0f images/s with %d "
+          "process(es)" % (args.count, args.out, args.format, len(fonts), seconds,
+                           args.count / max(seconds, 1e-9), processes))
     return 0
 
 

@@ -10,7 +10,6 @@
 """
 import argparse
 import json
-import multiprocessing
 import os
 import sys
 import time
@@ -36,36 +35,17 @@ def build_parser():
     return parser
 
 
-def _render_part(job):
+def render(out_dir, fonts, seed, count, workers, kinds=None):
+    """Render ``count`` samples in ``workers`` processes into one folder dataset (once)."""
     from crnn_multigpu.charset import Charset
     from crnn_multigpu.datasets import SyntheticTextGenerator, write_dataset
-    out_dir, fonts, seed, start, count, kinds = job
-    generator = SyntheticTextGenerator(Charset.default(), fonts, seed=seed, kinds=kinds)
-    return write_dataset(out_dir, generator, count, start=start, progress=False)
-
-
-def render_parallel(out_dir, fonts, seed, count, workers, kinds=None):
-    """Render ``count`` samples in ``workers`` processes into one folder dataset."""
-    from crnn_multigpu.datasets.folder import read_labels, write_labels
     if os.path.isfile(os.path.join(out_dir, "labels.txt")):
         sys.stderr.write("using existing %s\n" % out_dir)
         return
-    started = time.time()
-    sizes = [count // workers + (1 if i < count % workers else 0) for i in range(workers)]
-    starts = [sum(sizes[:i]) for i in range(workers)]
-    jobs = [(os.path.join(out_dir, "part%d" % i), fonts, seed, starts[i], sizes[i], kinds)
-            for i in range(workers) if sizes[i]]
-    with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
-        pool.map(_render_part, jobs)
-    entries = []
-    for job in jobs:
-        part = os.path.basename(job[0])
-        entries.extend((part + "/" + path, text)
-                       for path, text in read_labels(os.path.join(job[0], "labels.txt")))
-    write_labels(out_dir, entries)
-    seconds = time.time() - started
+    generator = SyntheticTextGenerator(Charset.default(), fonts, seed=seed, kinds=kinds)
+    stats = write_dataset(out_dir, generator, count, progress=False, workers=workers)
     sys.stderr.write("rendered %d images into %s in %.0f s (%.0f images/s with %d processes)\n"
-                     % (count, out_dir, seconds, count / max(seconds, 1e-9), len(jobs)))
+                     % (count, out_dir, stats["seconds"], stats["images_per_second"], workers))
 
 
 def main_body(argv=None):
@@ -85,10 +65,10 @@ def main_body(argv=None):
                          % len(fonts))
     data_dir, run_dir = os.path.join(args.out, "data"), os.path.join(args.out, "run")
     train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
-    render_parallel(train_dir, train_fonts, args.seed, args.train_count, args.workers)
+    render(train_dir, train_fonts, args.seed, args.train_count, args.workers)
     # Validation: dictionary words (lower case, Capitalised, UPPER) in the held-out families.
-    render_parallel(val_dir, heldout_fonts, args.seed + 1000003, args.val_count, args.workers,
-                    kinds=("word",))
+    render(val_dir, heldout_fonts, args.seed + 1000003, args.val_count, args.workers,
+           kinds=("word",))
 
     from crnn_multigpu.checkpoints import latest_checkpoint
     from crnn_multigpu.cli import train

@@ -52,11 +52,11 @@ def read_labels(labels_path):
     return entries
 
 
-def write_labels(root, entries):
-    """Write ``(relative_path, text)`` pairs to ``root/labels.txt``; returns its path."""
+def write_labels(root, entries, name=LABELS_FILE):
+    """Write ``(relative_path, text)`` pairs to ``root/labels.txt`` (or ``name``); returns its path."""
     if not os.path.isdir(root):
         os.makedirs(root)
-    labels_path = os.path.join(root, LABELS_FILE)
+    labels_path = os.path.join(root, name)
     with io.open(labels_path, "w", encoding="utf-8", newline="\n") as handle:
         for relative_path, text in entries:
             handle.write(format_label_line(relative_path, text))
@@ -171,26 +171,51 @@ def with_progress(items, total, every=1000, stream=None, what="images"):
             stream.flush()
 
 
-def write_dataset(out_dir, generator, count, start=0, progress=True, every=1000):
+def _render_slice(job):
+    """Worker: render samples ``start .. start + count - 1`` into ``out_dir/images``."""
+    out_dir, generator, start, count = job
+    entries = []
+    for index, (image, text) in enumerate(generator.iterate(start, count), start):
+        relative = "images/%09d.png" % index
+        image.save(os.path.join(out_dir, relative), compress_level=1)
+        entries.append((relative, text))
+    return entries
+
+
+def write_dataset(out_dir, generator, count, start=0, progress=True, every=1000, workers=1):
     """Render ``count`` samples of ``generator`` (a ``SyntheticTextGenerator``) into ``out_dir``.
 
     Writes ``images/000000123.png`` (named by sample index), ``labels.txt``
-    (renamed into place only when complete) and ``charset.txt``. Returns a
-    dict with ``count``, ``seconds`` and ``images_per_second``.
+    (renamed into place only when complete) and ``charset.txt``. With
+    ``workers`` > 1, slices of the index range are rendered in that many
+    processes (samples are a function of their index, so the result is the
+    same). Returns a dict with ``count``, ``seconds`` and ``images_per_second``.
     """
     image_dir = os.path.join(out_dir, "images")
     if not os.path.isdir(image_dir):
         os.makedirs(image_dir)
     started = time.time()
-    partial = os.path.join(out_dir, LABELS_FILE + ".partial")
-    samples = generator.iterate(start, count)
-    if progress:
-        samples = with_progress(samples, count, every)
-    with open(partial, "w", encoding="utf-8", newline="\n") as labels:
-        for index, (image, text) in enumerate(samples, start):
-            relative = "images/%09d.png" % index
-            image.save(os.path.join(out_dir, relative), compress_level=1)
-            labels.write(format_label_line(relative, text))
+    chunk = max(1, min(every or 1000, -(-count // max(1, workers))))
+    jobs = [(out_dir, generator, first, min(chunk, start + count - first))
+            for first in range(start, start + count, chunk)]
+    if workers > 1 and len(jobs) > 1:
+        import multiprocessing
+        pool = multiprocessing.get_context("spawn").Pool(min(workers, len(jobs)))
+        slices = pool.imap(_render_slice, jobs)
+    else:
+        pool, slices = None, (_render_slice(job) for job in jobs)
+    try:
+        entries = []
+        for (_, _, _, size), part in zip(jobs, slices):
+            entries.extend(part)
+            if progress:
+                rate = len(entries) / max(time.time() - started, 1e-9)
+                sys.stderr.write("%d/%d images, %.0f images/s\n" % (len(entries), count, rate))
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+    partial = write_labels(out_dir, entries, name=LABELS_FILE + ".partial")
     os.replace(partial, os.path.join(out_dir, LABELS_FILE))
     generator.charset.to_file(os.path.join(out_dir, "charset.txt"))
     seconds = time.time() - started

@@ -68,6 +68,16 @@ class SyntheticTextGenerator(object):
         self._fonts_cache = {}
         self._thread_state = threading.local()
 
+    def __getstate__(self):
+        """Picklable for worker processes: caches and thread state are rebuilt there."""
+        state = dict(self.__dict__)
+        state["_fonts_cache"], state["_thread_state"] = {}, None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._thread_state = threading.local()
+
     def random_text(self, rng):
         """The ``(drawn, label)`` pair of one sample, drawn with ``rng``."""
         return self.texts.sample(rng)
