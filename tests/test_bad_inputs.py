@@ -140,3 +140,189 @@ def test_shard_arrays_of_different_lengths():
     wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2))
     with pytest.raises(ValueError, match="disagree on the number of examples"):
         wrapper.split(dict(x=np.ones((4, 3)), y=np.ones((3, 2))))
+
+
+# Issue 14, items 4, 6 and 7: numeric flags, damaged data, failed exports.
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_dataset, tmp_path_factory):
+    """A two-step run of the tiny model: something to evaluate and export."""
+    out = str(tmp_path_factory.mktemp("bad-inputs") / "run")
+    with tf.Graph().as_default():
+        assert train.main(["--train", tiny_dataset, "--out", out, "--steps", "2", "--model", "tiny",
+                           "--batch-size", "8", "--checkpoint-every", "0", "--log-every", "0"]) == 0
+    return out
+
+
+def one_error_line(code, err):
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("INFO ")]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, err)
+    return lines[0]
+
+
+TRAIN_FLAGS = {
+    "--steps": ("-5", "--steps must be at least 1, got -5"),
+    "--stop-at": ("0", "--stop-at must be at least 1, got 0"),
+    "--checkpoint-every": ("-1", "--checkpoint-every must be at least 0, got -1"),
+    "--log-every": ("-50", "--log-every must be at least 0, got -50"),
+    "--validate-every": ("-1", "--validate-every must be at least 0, got -1"),
+    "--validate-max": ("-1", "--validate-max must be at least 0, got -1"),
+    "--batch-size": ("0", "--batch-size must be at least 1, got 0"),
+    "--lr": ("-1", "--lr must be greater than 0, got -1"),
+    "--clip-norm": ("-0.5", "--clip-norm must be at least 0, got -0.5"),
+    "--width": ("-8", "--width must be at least 0, got -8"),
+    "--towers": ("-2", "--towers must be at least 1, got -2"),
+    "--gpus-per-task": ("-1", "--gpus-per-task must be at least 0, got -1"),
+    "--augment": ("nan", "--augment must be a finite number, got 'nan'"),
+}
+OTHER_FLAGS = [
+    ("evaluate", ["--data", "x", "--batch-size", "0"], "--batch-size must be at least 1, got 0"),
+    ("evaluate", ["--data", "x", "--beam-width", "-1"], "--beam-width must be at least 0, got -1"),
+    ("evaluate", ["--data", "x", "--lexicon-delta", "-1"], "--lexicon-delta must be at least 0"),
+    ("predict", ["x.png", "--beam-width", "-3"], "--beam-width must be at least 0, got -3"),
+    ("export", ["--checkpoint", "r", "--out", "o", "--beam-width", "-1"], "--beam-width must be"),
+    ("generate", ["--out", "o", "--count", "-1"], "--count must be at least 1, got -1"),
+    ("generate", ["--out", "o", "--count", "ten"], "--count must be a whole number, got 'ten'"),
+    ("generate", ["--out", "o", "--workers", "0"], "--workers must be at least 1, got 0"),
+    ("generate", ["--out", "o", "--difficulty", "1.5"], "--difficulty must be in [0, 1], got 1.5"),
+    ("generate", ["--out", "o", "--holdout-fraction", "1"], "--holdout-fraction must be in [0, 1)"),
+    ("main_job", ["--steps", "-1"], "--steps must be at least 1, got -1"),
+]
+
+
+@pytest.mark.parametrize("flag", sorted(TRAIN_FLAGS))
+def test_every_numeric_train_flag_is_range_checked(flag, tiny_dataset, tmp_path, capsys):
+    value, message = TRAIN_FLAGS[flag]
+    code, err = cli(train.main, ["--train", tiny_dataset, "--out", str(tmp_path / "run"),
+                                 flag, value], capsys)
+    assert one_error_line(code, err) == "error: " + message
+    assert not os.path.exists(str(tmp_path / "run"))
+
+
+@pytest.mark.parametrize("tool, argv, message", OTHER_FLAGS,
+                         ids=["%s %s" % (c[0], " ".join(c[1][-2:])) for c in OTHER_FLAGS])
+def test_every_numeric_flag_of_the_other_tools_is_range_checked(tool, argv, message, capsys):
+    import importlib
+    module = importlib.import_module("crnn_multigpu.cli." + tool)
+    code, err = cli(module.main, argv, capsys)
+    assert message in one_error_line(code, err)
+
+
+def test_a_missing_checkpoint_is_named(tiny_dataset, tmp_path, capsys):
+    code, err = cli(evaluate.main, ["--checkpoint", str(tmp_path / "nope"), "--data", tiny_dataset],
+                    capsys)
+    assert "--checkpoint %s does not exist" % (tmp_path / "nope") in one_error_line(code, err)
+
+
+def lmdb_copy(tmp_path, name, damage):
+    lmdb = pytest.importorskip("lmdb")
+    from crnn_multigpu.datasets import write_lmdb
+    path = str(tmp_path / name)
+    write_lmdb(path, [(Image.new("L", (60, 32), 30 * i), "ab%d" % i) for i in range(60)],
+               map_size=1 << 26)
+    data = os.path.join(path, "data.mdb")
+    if damage == "truncated":
+        os.truncate(data, os.path.getsize(data) // 2)
+    elif damage == "random":
+        with open(data, "wb") as stream:
+            stream.write(np.random.RandomState(0).bytes(os.path.getsize(data)))
+    else:
+        env = lmdb.open(path, map_size=1 << 26)
+        with env.begin(write=True) as txn:
+            txn.put(*damage)
+        env.close()
+    return path
+
+
+LMDB_CASES = {
+    "truncated": ("truncated", "data.mdb is truncated"),
+    "random bytes": ("random", "data.mdb is not a readable LMDB file"),
+    "negative num-samples": ((b"num-samples", b"-5"), "lists no samples: num-samples is -5"),
+    "zero num-samples": ((b"num-samples", b"0"), "lists no samples: num-samples is 0"),
+    "num-samples not a number": ((b"num-samples", b"many"), "num-samples is b'many'"),
+    "label not UTF-8": ((b"label-000000007", b"a\xffb"), "key label-000000007 is not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LMDB_CASES))
+def test_damaged_lmdb_is_one_line_naming_the_file(case, tiny_run, tmp_path):
+    # A subprocess: before the size check a truncated data.mdb killed the process with SIGBUS.
+    import subprocess
+    import sys
+    damage, message = LMDB_CASES[case]
+    path = lmdb_copy(tmp_path, "db", damage)
+    result = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.evaluate", "--checkpoint",
+                             tiny_run, "--data", path], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    line = one_error_line(result.returncode, result.stderr)
+    assert message in line and path in line, line
+
+
+def test_labels_txt_that_is_not_utf8_names_the_line(tiny_dataset, tmp_path, capsys):
+    root = broken_copy(tiny_dataset, tmp_path)
+    with open(os.path.join(root, "labels.txt"), "rb") as stream:
+        lines = stream.read().splitlines(True)
+    lines[2] = lines[2].rstrip(b"\n") + b"\xe9\n"  # Latin-1, not UTF-8
+    with open(os.path.join(root, "labels.txt"), "wb") as stream:
+        stream.writelines(lines)
+    code, err = cli(train.main, ["--train", root, "--out", str(tmp_path / "run")], capsys)
+    assert "labels.txt line 3: not UTF-8 text" in one_error_line(code, err)
+
+
+def test_evaluate_with_no_readable_image_is_an_error(tiny_dataset, tiny_run, tmp_path, capsys):
+    root = broken_copy(tiny_dataset, tmp_path)
+    shutil.rmtree(os.path.join(root, "images"))
+    code, err = cli(evaluate.main, ["--checkpoint", tiny_run, "--data", root], capsys)
+    line = one_error_line(code, err)
+    assert "none of the 48 image(s)" in line and "nothing to evaluate" in line
+
+
+def leftovers(folder):
+    return sorted(name for name in os.listdir(folder) if "partial" in name)
+
+
+def test_export_to_a_path_through_a_file_is_one_line(tiny_run, tmp_path, capsys):
+    from crnn_multigpu.cli import export
+    out = os.path.join(tiny_run, "config.json", "exported")
+    code, err = cli(export.main, ["--checkpoint", tiny_run, "--out", out], capsys)
+    assert "config.json is a file, not a folder" in one_error_line(code, err)
+
+
+@pytest.mark.parametrize("export_format", ["savedmodel", "checkpoint"])
+def test_a_failed_export_leaves_nothing_behind(export_format, tiny_run, tmp_path, capsys,
+                                               monkeypatch):
+    import errno
+    from crnn_multigpu.cli import export
+    name = "export_checkpoint" if export_format == "checkpoint" else "export_saved_model"
+    real = getattr(export, name)
+
+    def disk_full_at_the_end(recognizer, out_dir):
+        real(recognizer, out_dir)
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(export, name, disk_full_at_the_end)
+    out = str(tmp_path / "exported")
+    argv = ["--checkpoint", tiny_run, "--out", out, "--format", export_format]
+    code, err = cli(export.main, argv, capsys)
+    assert "could not export to %s: No space left on device" % out in one_error_line(code, err)
+    assert not os.path.exists(out) and leftovers(str(tmp_path)) == []
+    monkeypatch.setattr(export, name, real)
+    code, err = cli(export.main, argv, capsys)  # the retry is not blocked
+    assert code == 0 and os.path.isdir(out) and leftovers(str(tmp_path)) == []
+
+
+def test_export_on_a_really_full_disk_leaves_nothing_behind(tiny_run, tmp_path, capsys):
+    import subprocess
+    from crnn_multigpu.cli import export
+    small = str(tmp_path / "small")
+    os.mkdir(small)
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or subprocess.call(
+            ["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", small],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) != 0:
+        pytest.skip("needs root and tmpfs mounts for a real full disk")
+    try:
+        out = os.path.join(small, "exported")
+        code, err = cli(export.main, ["--checkpoint", tiny_run, "--out", out], capsys)
+        assert "No space left on device" in one_error_line(code, err)
+        assert os.listdir(small) == []
+    finally:
+        subprocess.call(["umount", small])

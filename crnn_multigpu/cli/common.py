@@ -1,6 +1,11 @@
-"""What every command-line tool shares: logging set-up and one-line errors instead of tracebacks."""
+"""What every command-line tool shares: logging set-up, one-line errors instead of tracebacks,
+and the argument parser with range-checked numeric types (every numeric flag is checked here,
+once, with a message naming the flag)."""
+import argparse
 import logging
+import math
 import os
+import re
 import sys
 
 from crnn_multigpu import tflog
@@ -39,3 +44,89 @@ def run_main(body, argv=None):
         sys.stderr.write("error: %s\n" % message)
         sys.stderr.flush()
         return 2
+
+
+class UsageError(ValueError):
+    """A malformed command line (raised by ``ArgumentParser.error``): one line, exit code 2."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse without the usage block on errors: ``error: --steps must be ...``, exit 2.
+
+    ``error`` raises UsageError, which ``run_main`` prints as one line; ``--help`` is unchanged.
+    """
+
+    def error(self, message):
+        # "argument --steps: must be at least 1, got 0" -> "--steps must be at least 1, got 0"
+        match = re.match(r"argument (\S+?)(?:/(\S+))?: (.*)$", message, re.S)
+        if match:
+            flag = match.group(2) or match.group(1)
+            rest = match.group(3)
+            message = "%s %s" % (flag, rest) if rest.startswith("must") else "%s: %s" % (flag, rest)
+        raise UsageError(message)
+
+
+def _number(kind, text):
+    try:
+        value = kind(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError("must be %s, got %r"
+                                         % ("a whole number" if kind is int else "a number", text))
+    if kind is float and not math.isfinite(value):
+        raise argparse.ArgumentTypeError("must be a finite number, got %r" % text)
+    return value
+
+
+def int_at_least(minimum):
+    """An argparse type: a whole number >= ``minimum``."""
+    def parse(text):
+        value = _number(int, text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError("must be at least %d, got %d" % (minimum, value))
+        return value
+    parse.__name__ = "int"
+    return parse
+
+
+positive_int = int_at_least(1)
+non_negative_int = int_at_least(0)
+
+
+def float_range(low, high=None, low_open=False, high_open=False, noun=None):
+    """An argparse type: a finite float in [low, high] (ends excluded when ``*_open``).
+
+    ``noun`` names what the number is in the message ("must be a strength in [0, 1]").
+    """
+    def parse(text):
+        value = _number(float, text)
+        too_low = value <= low if low_open else value < low
+        too_high = high is not None and (value >= high if high_open else value > high)
+        if too_low or too_high:
+            if high is None:
+                bound = "greater than %g" % low if low_open else "at least %g" % low
+            else:
+                bound = "%sin %s%g, %g%s" % (noun + " " if noun else "",
+                                             "(" if low_open else "[", low, high,
+                                             ")" if high_open else "]")
+            raise argparse.ArgumentTypeError("must be %s, got %s" % (bound, text))
+        return value
+    parse.__name__ = "float"
+    return parse
+
+
+def int_multiple_of(step, minimum=0):
+    """An argparse type: a whole number >= ``minimum`` that is a multiple of ``step``."""
+    at_least = int_at_least(minimum)
+
+    def parse(text):
+        value = at_least(text)
+        if value % step:
+            raise argparse.ArgumentTypeError("must be a multiple of %d, got %d" % (step, value))
+        return value
+    parse.__name__ = "int"
+    return parse
+
+
+positive_float = float_range(0.0, low_open=True)
+non_negative_float = float_range(0.0)
+unit_float = float_range(0.0, 1.0)

@@ -3,22 +3,24 @@
 The LAST line of output is one JSON object (word_accuracy, cer, mean_ned, n, ...)
 for tools to parse; progress goes to stderr.
 """
-import argparse
+import glob
 import json
 import os
 import sys
 
-from crnn_multigpu.cli.common import run_main, setup_logging
+from crnn_multigpu.cli.common import (ArgumentParser, non_negative_int, positive_int, run_main,
+                                      setup_logging)
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="crnn-evaluate", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="crnn-evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint",
                         help="run directory of crnn-train (or a checkpoint path prefix inside it; "
                              "default: the shipped word model, models/words)")
     parser.add_argument("--data", required=True, help="dataset: folder with labels.txt, or LMDB")
-    parser.add_argument("--beam-width", type=int, default=0, help="0: greedy; >1: CTC beam search")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--beam-width", type=non_negative_int, default=0,
+                        help="0: greedy; >1: CTC beam search")
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--picture", help="write a PNG of sample predictions here")
     add_lexicon_arguments(parser)
     parser.add_argument("--verbose", action="store_true")
@@ -30,7 +32,7 @@ def add_lexicon_arguments(parser):
     parser.add_argument("--lexicon", metavar="FILE",
                         help="read only words of this UTF-8 file (one per line): the most probable "
                              "word near the unconstrained output (CRNN paper, 2.3.2)")
-    parser.add_argument("--lexicon-delta", type=int, default=3, metavar="N",
+    parser.add_argument("--lexicon-delta", type=non_negative_int, default=3, metavar="N",
                         help="candidates are lexicon words within edit distance N of the "
                              "unconstrained output; none: keep that output (default 3)")
     parser.add_argument("--lexicon-search", choices=("auto", "all", "nearest"), default="auto",
@@ -42,8 +44,6 @@ def lexicon_words(args):
     """The words of --lexicon, or None; read before the model loads so a bad file fails fast."""
     if args.lexicon is None:
         return None
-    if args.lexicon_delta < 0:
-        raise ValueError("--lexicon-delta must be >= 0, got %d" % args.lexicon_delta)
     from crnn_multigpu.lexicon import read_lexicon
     return read_lexicon(args.lexicon)
 
@@ -74,6 +74,10 @@ def resolve_run(path):
         return SHIPPED_MODEL, None
     if os.path.isdir(path):
         return path, None
+    if not glob.glob(glob.escape(path) + ".*"):
+        raise FileNotFoundError("--checkpoint %s does not exist: pass the --out directory of "
+                                "crnn-train (or a checkpoint prefix inside its checkpoints/)"
+                                % os.path.abspath(path))
     folder = os.path.dirname(path)
     run_dir = os.path.dirname(folder) if os.path.basename(folder) == "checkpoints" else folder
     return run_dir, path
@@ -86,10 +90,10 @@ def main_body(argv=None):
     from crnn_multigpu.datasets import open_dataset
     from crnn_multigpu.inference import Recognizer
     run_dir, checkpoint = resolve_run(args.checkpoint)
-    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
-    recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
     # Labels outside the charset cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
+    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
+    recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
 
     def progress(done, total):
         sys.stderr.write("\revaluated %d/%d" % (done, total))
@@ -97,6 +101,10 @@ def main_body(argv=None):
 
     figures, examples = recognizer.evaluate(dataset, args.batch_size, progress=progress)
     sys.stderr.write("\n")
+    if not figures["n"]:
+        unreadable = getattr(dataset, "unreadable", None) or ["?"]
+        raise ValueError("none of the %d image(s) of %s could be read (e.g. %s): nothing to "
+                         "evaluate" % (len(dataset), args.data, unreadable[0]))
     if args.picture:
         from crnn_multigpu.picture import prediction_grid
         prediction_grid([e[0] for e in examples], [e[1] for e in examples],

@@ -8,22 +8,28 @@ SavedModel signature ``serving_default``: inputs ``images`` float32 [B, 32, W, 1
 text on dark, values in [0, 1], as ``datasets.load_image`` makes them) and
 ``widths`` int32 [B]; outputs ``predict`` (class ids, -1 padded) and
 ``log_prob``. The charset is written beside it as ``assets.extra/charset.txt``.
-"""
-import argparse
-import os
-import sys
 
-from crnn_multigpu.cli.common import run_main, setup_logging
+Either format is written into a hidden staging folder beside ``--out`` and renamed to
+``--out`` only when complete: a failed export (disk full, no permission) leaves nothing
+that blocks the retry.
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+from crnn_multigpu.cli.common import ArgumentParser, non_negative_int, run_main, setup_logging
 from crnn_multigpu.cli.evaluate import resolve_run
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="crnn-export", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="crnn-export", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True, help="run directory of crnn-train")
     parser.add_argument("--out", required=True, help="SavedModel directory to create (must not exist)")
     parser.add_argument("--format", choices=("savedmodel", "checkpoint"), default="savedmodel",
                         help="savedmodel (default) or checkpoint: a slim run folder")
-    parser.add_argument("--beam-width", type=int, default=0)
+    parser.add_argument("--beam-width", type=non_negative_int, default=0,
+                        help="0: greedy; >1: CTC beam search")
     parser.add_argument("--verbose", action="store_true")
     return parser
 
@@ -67,14 +73,59 @@ def export_checkpoint(recognizer, out_dir):
     return out_dir
 
 
+def _staging_dir(out_dir):
+    """A new empty hidden folder beside ``out_dir``; checked before the model is loaded."""
+    if os.path.exists(out_dir):
+        raise FileExistsError("%s already exists; choose a new --out (an export is never "
+                              "overwritten)" % out_dir)
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    existing = parent
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise NotADirectoryError("cannot export to %s: %s is a file, not a folder"
+                                 % (out_dir, existing))
+    try:
+        os.makedirs(parent, exist_ok=True)
+        return tempfile.mkdtemp(prefix=".%s.partial-" % os.path.basename(out_dir), dir=parent)
+    except OSError as error:
+        raise OSError("cannot export to %s: %s" % (out_dir, error.strerror or error))
+
+
+def export_atomically(export, recognizer, out_dir, staging):
+    """Run ``export(recognizer, path)`` inside ``staging``, then rename the result to ``out_dir``.
+
+    On any failure the staging folder is removed and nothing is left at ``out_dir``; disk and
+    permission errors (also TensorFlow's) become one OSError naming ``out_dir``.
+    """
+    from crnn_multigpu.checkpoints import one_line
+    from crnn_multigpu.compat import tf
+    try:
+        export(recognizer, os.path.join(staging, "export"))
+        os.rename(os.path.join(staging, "export"), out_dir)
+    except (OSError, tf.errors.OpError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else \
+            one_line(error)
+        raise OSError("could not export to %s: %s; nothing was left behind: free space (or fix "
+                      "permissions) and run the same command again" % (out_dir, reason))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out_dir
+
+
 def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     from crnn_multigpu.inference import Recognizer
     run_dir, checkpoint = resolve_run(args.checkpoint)
-    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
+    staging = _staging_dir(args.out)
+    try:
+        recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     export = export_checkpoint if args.format == "checkpoint" else export_saved_model
-    export(recognizer, args.out)
+    export_atomically(export, recognizer, args.out, staging)
     print("exported %s -> %s" % (recognizer.checkpoint, args.out))
     return 0
 

@@ -8,27 +8,27 @@
 Sample ``i`` depends only on ``--seed`` and ``i`` (``--start`` shifts the
 indices), so a dataset can be rendered in pieces and still be reproducible.
 """
-import argparse
 import os
 import sys
 import time
 
-from crnn_multigpu.cli.common import run_main, setup_logging
+from crnn_multigpu.cli.common import (ArgumentParser, float_range, non_negative_int,
+                                      positive_int, run_main, setup_logging, unit_float)
 from crnn_multigpu.datasets.fonts import FONT_SIDES
 
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="crnn-generate",
         description="Render synthetic text-line images with their labels, in the folder format "
                     "(images/*.png + labels.txt) or the crnn.pytorch LMDB format.")
     parser.add_argument("--out", metavar="DIR", help="output folder (required unless --list-fonts)")
     parser.add_argument("--list-fonts", action="store_true",
                         help="list the font families found, with their side of the split, and exit")
-    parser.add_argument("--count", type=int, default=1000, metavar="N",
+    parser.add_argument("--count", type=positive_int, default=1000, metavar="N",
                         help="number of images (default: %(default)s)")
-    parser.add_argument("--start", type=int, default=0, metavar="I",
+    parser.add_argument("--start", type=non_negative_int, default=0, metavar="I",
                         help="index of the first sample (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     parser.add_argument("--charset", metavar="FILE",
@@ -39,7 +39,8 @@ def build_parser():
     parser.add_argument("--fonts", choices=FONT_SIDES, default="all",
                         help="which side of the deterministic train/held-out split (by font "
                              "family) to use (default: %(default)s)")
-    parser.add_argument("--holdout-fraction", type=float, default=0.2,
+    parser.add_argument("--holdout-fraction", type=float_range(0.0, 1.0, high_open=True),
+                        default=0.2,
                         help="share of font families held out by the split (default: %(default)s)")
     parser.add_argument("--include-reserved", action="store_true",
                         help="also use the families reserved for independent evaluation "
@@ -51,9 +52,11 @@ def build_parser():
                         help="kinds of text, comma-separated, from word (dictionary words), number, "
                              "code (letters and digits), pseudo (pronounceable), random "
                              "(default: all, mixed)")
-    parser.add_argument("--min-len", type=int, default=1, help="shortest text (default: 1)")
-    parser.add_argument("--max-len", type=int, default=10, help="longest text (default: 10)")
-    parser.add_argument("--difficulty", type=float, default=0.5,
+    parser.add_argument("--min-len", type=positive_int,
+                        default=1, help="shortest text (default: 1)")
+    parser.add_argument("--max-len", type=positive_int,
+                        default=10, help="longest text (default: 10)")
+    parser.add_argument("--difficulty", type=unit_float, default=0.5,
                         help="distortion strength from 0 (clean) to 1 (default: %(default)s)")
     parser.add_argument("--format", choices=("folder", "lmdb"), default="folder",
                         help="output format (default: %(default)s)")
@@ -62,7 +65,7 @@ def build_parser():
                              "read, e.g. by crnn-train, so --count can be millions")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing dataset in --out")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
                         help="processes rendering the folder format (default: one per CPU)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     return parser
@@ -71,19 +74,8 @@ def build_parser():
 def _check_arguments(args):
     if not args.out and not args.list_fonts:
         raise ValueError("--out is required: the folder to write the dataset to")
-    if args.workers < 1:
-        raise ValueError("--workers must be at least 1, got %d" % args.workers)
-    if args.count < 1:
-        raise ValueError("--count must be at least 1, got %d" % args.count)
-    if args.start < 0:
-        raise ValueError("--start must not be negative, got %d" % args.start)
-    if not 1 <= args.min_len <= args.max_len:
-        raise ValueError("need 1 <= --min-len <= --max-len, got %d and %d"
-                         % (args.min_len, args.max_len))
-    if not 0.0 <= args.difficulty <= 1.0:
-        raise ValueError("--difficulty must be between 0 and 1, got %s" % args.difficulty)
-    if not 0.0 <= args.holdout_fraction < 1.0:
-        raise ValueError("--holdout-fraction must be in [0, 1), got %s" % args.holdout_fraction)
+    if args.min_len > args.max_len:
+        raise ValueError("--min-len %d is longer than --max-len %d" % (args.min_len, args.max_len))
     for font_dir in args.font_dir or ():
         if not os.path.isdir(font_dir):
             raise FileNotFoundError("--font-dir %s is not a folder" % font_dir)

@@ -8,28 +8,29 @@
 3. evaluates the newest checkpoint on the validation set and writes a PNG of
    sample predictions. Re-running continues an interrupted run.
 """
-import argparse
 import json
 import os
 import sys
 import time
 
-from crnn_multigpu.cli.common import run_main, setup_logging
+from crnn_multigpu.cli.common import (ArgumentParser, float_range, positive_int, run_main,
+                                      setup_logging)
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="python -m crnn_multigpu.cli.main_job",
-                                     description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python -m crnn_multigpu.cli.main_job",
+                            description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/main", help="everything goes here (data/, run/)")
-    parser.add_argument("--train-count", type=int, default=40000)
-    parser.add_argument("--val-count", type=int, default=2000)
-    parser.add_argument("--towers", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=2500)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1),
+    parser.add_argument("--train-count", type=positive_int, default=40000)
+    parser.add_argument("--val-count", type=positive_int, default=2000)
+    parser.add_argument("--towers", type=positive_int, default=2)
+    parser.add_argument("--steps", type=positive_int, default=2500)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--workers", type=positive_int, default=max(1, os.cpu_count() or 1),
                         help="processes rendering the synthetic data")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--holdout-fraction", type=float, default=0.2,
+    parser.add_argument("--holdout-fraction", type=float_range(0.0, 1.0, high_open=True),
+                        default=0.2,
                         help="share of font families held out for validation")
     parser.add_argument("--font-dir", action="append", help="extra font folder (repeatable)")
     return parser

@@ -1,18 +1,18 @@
 """crnn-predict: recognise text in image files; one line per image, path<TAB>text."""
-import argparse
 import sys
 
-from crnn_multigpu.cli.common import run_main, setup_logging
+from crnn_multigpu.cli.common import ArgumentParser, non_negative_int, run_main, setup_logging
 from crnn_multigpu.cli.evaluate import (add_lexicon_arguments, lexicon_decoder, lexicon_words,
                                         resolve_run)
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="crnn-predict", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="crnn-predict", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", help="run directory of crnn-train (default: the shipped "
                                              "word model, models/words)")
     parser.add_argument("images", nargs="+", help="image files, any size and mode")
-    parser.add_argument("--beam-width", type=int, default=0, help="0: greedy; >1: CTC beam search")
+    parser.add_argument("--beam-width", type=non_negative_int,
+                        default=0, help="0: greedy; >1: CTC beam search")
     parser.add_argument("--picture", help="write a PNG grid of the inputs with their predictions")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
     add_lexicon_arguments(parser)

@@ -3,7 +3,6 @@
 Argument parsing and wiring only: the graph comes from ``MultiGpuModel`` and
 ``CRNN``, the loop from ``training.Trainer``, the data from ``datasets``.
 """
-import argparse
 import json
 import logging
 import os
@@ -12,7 +11,9 @@ import sys
 from crnn_multigpu.charset import Charset
 from crnn_multigpu.checkpoints import (ensure_writable, latest_checkpoint, load_config,
                                        save_config)
-from crnn_multigpu.cli.common import run_main, setup_logging
+from crnn_multigpu.cli.common import (ArgumentParser, float_range, int_multiple_of,
+                                      non_negative_float, non_negative_int, positive_float,
+                                      positive_int, run_main, setup_logging)
 from crnn_multigpu.compat import tf
 from crnn_multigpu.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset
@@ -33,7 +34,7 @@ MODEL_SIZES = {"tiny": dict(channels=(8, 16, 32, 32, 32, 32, 32), lstm_units=32)
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="crnn-train", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="crnn-train", description=__doc__.splitlines()[0])
     parser.add_argument("--train", required=True, help="training set (folder with labels.txt, or LMDB)")
     parser.add_argument("--val", help="validation set, evaluated every --validate-every steps and at the end")
     parser.add_argument("--out", required=True, help="run directory: config.json, checkpoints/, logs/")
@@ -41,34 +42,42 @@ def build_parser():
     parser.add_argument("--model", choices=sorted(MODEL_SIZES), default="small",
                         help="small (0.5 M parameters, fast on CPU, default), medium (2.1 M), "
                              "paper (8.2 M, Shi et al. 2015 widths), or tiny (smoke tests)")
-    parser.add_argument("--width", type=int, default=100,
+    parser.add_argument("--width", type=int_multiple_of(CRNN.DOWNSAMPLE), default=100,
                         help="fixed image width (multiple of 4); 0 = keep aspect ratio, pad per batch")
-    parser.add_argument("--towers", type=int, default=None,
+    parser.add_argument("--towers", type=positive_int, default=None,
                         help="towers: first N GPUs; without GPUs, N virtual CPU devices (default: "
                              "all GPUs, or 1 CPU tower)")
     parser.add_argument("--cluster", help="cluster JSON ({'worker': [...], 'ps': [...]}): towers on "
                                           "every worker, this process is the chief client")
-    parser.add_argument("--gpus-per-task", type=int, default=0,
+    parser.add_argument("--gpus-per-task", type=non_negative_int, default=0,
                         help="with --cluster: towers on each worker's first N GPUs (0: its CPU)")
-    parser.add_argument("--steps", type=int, default=3000, help="train until this global step")
-    parser.add_argument("--stop-at", type=int, default=None,
+    parser.add_argument("--steps", type=positive_int,
+                        default=3000, help="train until this global step")
+    parser.add_argument("--stop-at", type=positive_int, default=None,
                         help="stop with a checkpoint at this global step, keeping the schedule of "
                              "--steps (train in slices; continue later with --resume)")
-    parser.add_argument("--batch-size", type=int, default=32, help="global batch, split over towers")
-    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (decays x0.3 "
-                                                               "at 60%% and x0.1 at 85%% of --steps)")
-    parser.add_argument("--clip-norm", type=float, default=5.0, help="gradient clipping (0: off)")
+    parser.add_argument("--batch-size", type=positive_int,
+                        default=32, help="global batch, split over towers")
+    parser.add_argument("--lr", type=positive_float, default=1e-3,
+                        help="Adam learning rate (decays x0.3 at 60%% and x0.1 at 85%% of --steps)")
+    parser.add_argument("--clip-norm", type=non_negative_float,
+                        default=5.0, help="gradient clipping (0: off)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--augment", type=float, default=0.0, metavar="STRENGTH",
+    parser.add_argument("--augment", type=float_range(0.0, 1.0, noun="a strength"),
+                        default=0.0, metavar="STRENGTH",
                         help="degrade training images on the fly (blur, resampling, contrast "
                              "loss, noise, JPEG) at this strength in [0, 1]; 0 = off (default). "
                              "Drawn from --seed and the step, so --resume continues exactly")
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
-    parser.add_argument("--checkpoint-every", type=int, default=500)
-    parser.add_argument("--validate-every", type=int, default=500)
-    parser.add_argument("--validate-max", type=int, default=1000,
-                        help="validation images used during training (the final evaluation uses all)")
-    parser.add_argument("--log-every", type=int, default=50)
+    parser.add_argument("--checkpoint-every", type=non_negative_int, default=500,
+                        help="steps between checkpoints (0: only at the end)")
+    parser.add_argument("--validate-every", type=non_negative_int, default=500,
+                        help="steps between validations (0: only at the end)")
+    parser.add_argument("--validate-max", type=non_negative_int, default=1000,
+                        help="validation images used during training (0: all; the final "
+                             "evaluation uses all)")
+    parser.add_argument("--log-every", type=non_negative_int, default=50,
+                        help="steps between progress lines (0: none)")
     parser.add_argument("--input", choices=["dataset", "feed"], default=None,
                         help="dataset (default): a tf.data pipeline per tower decodes batches "
                              "ahead and prefetches them onto the tower; feed: feed_dict from a "
@@ -86,8 +95,6 @@ def resolve_devices(args):
         spec = cluster.load_cluster(args.cluster)
         towers, variable_device = cluster.cluster_towers(spec, gpus_per_task=args.gpus_per_task)
         return towers, variable_device, cluster.chief_target(spec), 1
-    if args.towers is not None and args.towers < 1:
-        raise ValueError("--towers must be at least 1, got %d" % args.towers)
     gpus = visible_gpus()
     if gpus:
         count = args.towers or len(gpus)
@@ -164,10 +171,6 @@ def main_body(argv=None):
     setup_logging(args.verbose)
     args.out = os.path.abspath(args.out)  # cluster servers resolve relative paths their own way
     charset = Charset.from_file(args.charset) if args.charset else Charset.default()
-    if args.width and args.width % CRNN.DOWNSAMPLE:
-        raise ValueError("--width must be a multiple of %d, got %d" % (CRNN.DOWNSAMPLE, args.width))
-    if not 0.0 <= args.augment <= 1.0:
-        raise ValueError("--augment must be a strength in [0, 1], got %g" % args.augment)
     config = run_config(args, charset)
     time_steps = CRNN.time_steps(args.width) if args.width else None
     train_set = open_dataset(args.train, charset=charset, time_steps=time_steps)

@@ -7,6 +7,7 @@
 The path is relative to the folder; the text is everything after the first
 TAB (it may contain spaces). Blank lines are skipped.
 """
+import codecs
 import io
 import logging
 import os
@@ -36,7 +37,18 @@ def read_labels(labels_path):
     Raises ValueError naming the file and line number of a malformed line.
     """
     entries = []
-    with io.open(labels_path, "r", encoding="utf-8-sig", newline="") as handle:
+    with io.open(labels_path, "rb") as handle:
+        raw = handle.read()
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        content = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        before = raw[:error.start].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        line_number = before.count(b"\n") + 1
+        raise ValueError("%s line %d: not UTF-8 text (byte 0x%02x: %s); save the file as UTF-8"
+                         % (labels_path, line_number, raw[error.start], error.reason))
+    with io.StringIO(content, newline="") as handle:
         for line_number, line in enumerate(handle, 1):
             line = line.rstrip("\r\n")
             if not line.strip():

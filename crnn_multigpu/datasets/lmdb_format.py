@@ -48,11 +48,40 @@ def _acquire_environment(lmdb, path):
     with _OPEN_LOCK:
         entry = _OPEN_ENVIRONMENTS.get(key)
         if entry is None:
-            env = lmdb.open(path, readonly=True, lock=False, readahead=False, meminit=False,
-                            max_readers=256, subdir=True)
+            env = _open_checked(lmdb, path)
             entry = _OPEN_ENVIRONMENTS[key] = [env, 0]
         entry[1] += 1
         return key, entry[0]
+
+
+def _open_checked(lmdb, path):
+    """Open the environment read-only, after checking ``data.mdb`` holds every page it claims.
+
+    A truncated file would otherwise be mapped and the first read past its end would kill
+    the process with SIGBUS; a garbled one raises ``lmdb.Error``. Both become a ValueError
+    naming the file.
+    """
+    data_file = os.path.join(path, DATA_FILE)
+    try:
+        env = lmdb.open(path, readonly=True, lock=False, readahead=False, meminit=False,
+                        max_readers=256, subdir=True)
+    except lmdb.Error as error:
+        raise ValueError("%s is not a readable LMDB file (%s)" % (data_file, _reason(error)))
+    try:
+        needed = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
+        size = os.path.getsize(data_file)
+    except (lmdb.Error, OSError) as error:
+        env.close()
+        raise ValueError("%s is not a readable LMDB file (%s)" % (data_file, _reason(error)))
+    if size < needed:
+        env.close()
+        raise ValueError("%s is truncated: %d bytes, but its LMDB header needs %d; copy the "
+                         "dataset again" % (data_file, size, needed))
+    return env
+
+
+def _reason(error):
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _release_environment(key):
@@ -86,23 +115,47 @@ class LmdbDataset(LabelledImageDataset):
                                     % (self.path, DATA_FILE))
         self.height = height
         self._env, self._env_key = None, None
+        try:
+            indices, texts = self._read_labels()
+        except self._lmdb.Error as error:
+            self.close()
+            raise ValueError("%s is not a readable LMDB file (%s)"
+                             % (os.path.join(self.path, DATA_FILE), _reason(error)))
+        except ValueError:
+            self.close()
+            raise
+        self.indices, self.texts = self._drop_unusable_labels(
+            indices, texts, charset, time_steps, self.path)
+
+    def _read_labels(self):
+        """(indices, texts) of every sample; ValueError naming the file (and key) if unusable."""
         with self._environment().begin() as txn:
             raw_count = txn.get(NUM_SAMPLES_KEY)
             if raw_count is None:
                 raise ValueError("%s has no 'num-samples' key: not a crnn.pytorch-style LMDB "
                                  "dataset (write one with write_lmdb or crnn-generate --format "
                                  "lmdb)" % self.path)
-            count = int(raw_count.decode("ascii"))
+            try:
+                count = int(raw_count.decode("ascii"))
+            except (UnicodeDecodeError, ValueError):
+                raise ValueError("%s: num-samples is %r, not a whole number"
+                                 % (self.path, bytes(raw_count[:40])))
+            if count <= 0:
+                raise ValueError("%s lists no samples: num-samples is %d" % (self.path, count))
             indices, texts = [], []
             for index in range(1, count + 1):
-                raw_label = txn.get(label_key(index))
+                key = label_key(index)
+                raw_label = txn.get(key)
                 if raw_label is None:
                     raise ValueError("%s: num-samples is %d but key %s is missing"
-                                     % (self.path, count, label_key(index).decode("ascii")))
+                                     % (self.path, count, key.decode("ascii")))
+                try:
+                    texts.append(bytes(raw_label).decode("utf-8"))
+                except UnicodeDecodeError as error:
+                    raise ValueError("%s: key %s is not UTF-8 text (%s)"
+                                     % (self.path, key.decode("ascii"), error.reason))
                 indices.append(index)
-                texts.append(raw_label.decode("utf-8"))
-        self.indices, self.texts = self._drop_unusable_labels(
-            indices, texts, charset, time_steps, self.path)
+        return indices, texts
 
     def _environment(self):
         if self._env is None or self._env_key[1] != os.getpid():
@@ -113,8 +166,12 @@ class LmdbDataset(LabelledImageDataset):
         return "%s in %s" % (image_key(self.indices[index]).decode("ascii"), self.path)
 
     def _read(self, index, degrade=None):
-        with self._environment().begin() as txn:
-            encoded = txn.get(image_key(self.indices[index]))
+        try:
+            with self._environment().begin() as txn:
+                encoded = txn.get(image_key(self.indices[index]))
+                encoded = None if encoded is None else bytes(encoded)
+        except self._lmdb.Error as error:
+            raise ValueError("cannot read image %s: %s" % (self.describe(index), _reason(error)))
         if encoded is None:
             raise ValueError("cannot read image %s: key is missing" % self.describe(index))
         try:
