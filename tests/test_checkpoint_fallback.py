@@ -11,12 +11,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 import toy_models as toys
+from waiting import HANG_GUARD, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.checkpoints import (CheckpointSaver, NonFiniteStateError, checkpoint_dir,
                                        checkpoint_problem, checkpoint_prefixes, latest_checkpoint,
@@ -31,7 +31,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--model", "tiny", "--batch-size", "8", "--log-every", "1", "--validate-every", "0",
         "--checkpoint-every", "3"]
 DATA = "model.ckpt-%d.data-00000-of-00001"
-HANG_GUARD = 600  # seconds: only to fail instead of hanging; no wait expects to take this long
 
 # A failure as TensorFlow reports it: the cause buried in a page of graph trace.
 TF_TRACE = ("Graph execution error:\n\nDetected at node 'save/SaveV2' defined at (most recent "
@@ -302,18 +301,6 @@ def test_saver_keeps_the_same_state_and_moves_damaged_files_aside(tmp_path, make
     other = CheckpointSaver(str(tmp_path))  # another run's saver meets an intact step 2
     assert other.save(session, 2) is None
     assert checkpoint_problem(os.path.join(directory, "model.ckpt-2")) is None
-
-
-def wait_until(condition, process, log_path, what):
-    """Poll ``condition()`` until it holds; fail if the process exits first (or hangs)."""
-    deadline = time.time() + HANG_GUARD
-    while not condition():
-        if process.poll() is not None:
-            pytest.fail("training exited with %s before %s:\n%s"
-                        % (process.returncode, what, open(log_path).read()))
-        if time.time() > deadline:
-            pytest.fail("no %s after %d s:\n%s" % (what, HANG_GUARD, open(log_path).read()))
-        time.sleep(0.05)
 
 
 def fill(directory):

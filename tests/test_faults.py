@@ -7,12 +7,12 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 import toy_models as toys
+from waiting import HANG_GUARD, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.checkpoints import CheckpointSaver, latest_checkpoint
 from crnn_multigpu.compat import tf
@@ -28,7 +28,6 @@ CHECKPOINT_EVERY = 3
 # them, on any CPU: the test kills at states it observes (a step was logged, a checkpoint
 # exists), never after a duration, so the speed of the machine does not matter.
 ENDLESS = 100000
-HANG_GUARD = 600  # seconds: only to fail instead of hanging; no wait expects to take this long
 
 
 def train_command(dataset, out, steps, *extra):
@@ -40,18 +39,6 @@ def train_command(dataset, out, steps, *extra):
 def start(command, log_path):
     env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
     return subprocess.Popen(command, stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=env)
-
-
-def wait_until(condition, process, log_path, what):
-    """Poll ``condition()`` until it holds; fail if the process exits first (or hangs)."""
-    deadline = time.time() + HANG_GUARD
-    while not condition():
-        if process.poll() is not None:
-            pytest.fail("training exited with %s before %s:\n%s"
-                        % (process.returncode, what, open(log_path).read()))
-        if time.time() > deadline:
-            pytest.fail("no %s after %d s:\n%s" % (what, HANG_GUARD, open(log_path).read()))
-        time.sleep(0.01)
 
 
 def wait_for_step(log_path, process, step=1):

@@ -1,0 +1,18 @@
+"""Waiting for a subprocess to reach a state: tests wait for states, never for durations."""
+import time
+
+import pytest
+
+HANG_GUARD = 600  # seconds: only to fail instead of hanging; no wait expects to take this long
+
+
+def wait_until(condition, process, log_path, what):
+    """Poll ``condition()`` until it holds; fail if the process exits first (or hangs)."""
+    deadline = time.time() + HANG_GUARD
+    while not condition():
+        if process.poll() is not None:
+            pytest.fail("training exited with %s before %s:\n%s"
+                        % (process.returncode, what, open(log_path).read()))
+        if time.time() > deadline:
+            pytest.fail("no %s after %d s:\n%s" % (what, HANG_GUARD, open(log_path).read()))
+        time.sleep(0.02)
