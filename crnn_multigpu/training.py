@@ -72,7 +72,7 @@ class StopRequested(object):
     """Turns SIGINT/SIGTERM into a flag checked between steps (no half-applied step)."""
 
     def __init__(self):
-        self.signal_name = None
+        self.signal_name, self.signal_number = None, None
         self._previous = {}
 
     def __enter__(self):
@@ -82,7 +82,7 @@ class StopRequested(object):
         return self
 
     def _handle(self, signum, frame):
-        self.signal_name = signal.Signals(signum).name
+        self.signal_name, self.signal_number = signal.Signals(signum).name, int(signum)
 
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
@@ -117,6 +117,7 @@ class Trainer(object):
         self.wrapper = wrapper
         self.batch_for_step = batch_for_step
         self.feed = dict(feed or {})
+        self.stopped_by = None  # the signal number when SIGINT/SIGTERM ended train()
         self.input_fn = getattr(wrapper, "input_fn", None)
         if batch_for_step is None and self.input_fn is None:
             raise ValueError("Trainer without batch_for_step needs a wrapper built with an "
@@ -214,6 +215,7 @@ class Trainer(object):
         if stop:
             self._print("%s received at step %d: checkpoint saved; continue with the same "
                         "command plus --resume" % (stop.signal_name, step))
+        self.stopped_by = stop.signal_number  # the shell convention: exit code 128 + signal
         return step
 
     def _save_after_error(self, session, step):

@@ -224,7 +224,8 @@ def main_body(argv=None):
             sys.stderr.write("final validation: word accuracy %.4f, CER %.4f on %d images\n"
                              % (figures["word_accuracy"], figures["cer"], figures["n"]))
             print(json.dumps(figures, sort_keys=True))
-    return 0
+    # Stopped by SIGINT/SIGTERM after saving: 130/143, so scripts see the run did not finish.
+    return 128 + trainer.stopped_by if trainer.stopped_by else 0
 
 
 def main(argv=None):
