@@ -158,7 +158,7 @@ def _options():
 
 
 def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0, start_step=0,
-                  prefetch=2, devices=None, parallel_calls=None, to_device=None):
+                  prefetch=2, devices=None, parallel_calls=None, to_device=True):
     """A ``MultiGpuModel`` ``input_fn(tower_index, n_towers) -> dict`` of tensors from ``tf.data``.
 
     Args:
@@ -171,10 +171,7 @@ def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0
       prefetch: ready batches buffered on each tower's device.
       devices: the towers' devices (default: the first n_towers GPUs, else ``/cpu:0..``).
       parallel_calls: steps decoded at once (default: min(4, CPU count)).
-      to_device: ``prefetch_to_device`` onto the tower (else a plain host ``prefetch``);
-        default: only for GPU towers. A CPU tower gains nothing from it, and on TF 2.21 the
-        multi-device function it builds can deadlock ``Session.close`` (DynamicDeviceMgr
-        locks itself while an iterator it owns releases that function; seen in the tests).
+      to_device: ``prefetch_to_device`` onto the tower (else a plain host ``prefetch``).
 
     The returned function has ``start_step``, ``batch_size``, ``n_towers``, ``devices``,
     ``batch_for_step`` and ``source_error()`` (the source's first exception, or None).
@@ -211,8 +208,7 @@ def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0
             dataset = tf.data.Dataset.range(int(start_step), 2 ** 62)
             # Options before prefetch_to_device too: it iterates this dataset on its own.
             dataset = dataset.map(to_dict, num_parallel_calls=parallel).with_options(_options())
-            on_device = "gpu" in devices[tower_index].lower() if to_device is None else to_device
-            if on_device:
+            if to_device:
                 dataset = dataset.apply(tf.data.experimental.prefetch_to_device(
                     devices[tower_index], buffer_size=prefetch))
             else:
