@@ -218,7 +218,7 @@ def write_dataset(out_dir, generator, count, start=0, progress=True, every=1000,
         pool, slices = None, (_render_slice(job) for job in jobs)
     try:
         entries = []
-        for (_, _, _, size), part in zip(jobs, slices):
+        for part in slices:
             entries.extend(part)
             if progress:
                 rate = len(entries) / max(time.time() - started, 1e-9)
