@@ -14,6 +14,7 @@ read from a JSON file or from the ``cluster`` key of ``TF_CONFIG``.
 import json
 import os
 import socket
+import time
 
 from crnn_multigpu.compat import tf
 from crnn_multigpu.devices import cluster_devices, session_config
@@ -172,6 +173,44 @@ def cluster_towers(cluster, gpus_per_task=0):
     towers = cluster_devices(cluster, job=CHIEF_JOB, gpus_per_task=gpus_per_task)
     variable_job = "ps" if cluster.get("ps") else CHIEF_JOB
     return towers, "/job:%s/task:0/cpu:0" % variable_job
+
+
+def wait_for_tasks(cluster, timeout, poll_seconds=0.5, log=None):
+    """Wait until every task of ``cluster`` accepts TCP connections, at most ``timeout`` s.
+
+    TensorFlow's own session creation waits for an absent worker forever, inside
+    C++ where Ctrl-C does not reach; this check runs in Python first, so an
+    unreachable task is an error naming it, and Ctrl-C stops the wait.
+    ``log`` (optional callable) hears once which tasks are still awaited.
+    Raises ``ConnectionError`` listing the tasks that never answered.
+    """
+    cluster = _as_dict(cluster)
+    waiting = [("/job:%s/task:%d" % (job, index), address)
+               for job in sorted(cluster) for index, address in enumerate(cluster[job])]
+    deadline = time.monotonic() + timeout
+    announced = False
+    while True:
+        waiting = [(task, address) for task, address in waiting if not _accepts(address)]
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            raise ConnectionError(
+                "cannot reach %s within %g s: is crnn-server running there? "
+                "(--connect-timeout sets how long to wait)"
+                % (", ".join("%s at %s" % pair for pair in waiting), timeout))
+        if log is not None and not announced:
+            log("waiting up to %g s for %s" % (timeout, ", ".join(t for t, _ in waiting)))
+            announced = True
+        time.sleep(min(poll_seconds, max(0.0, deadline - time.monotonic())))
+
+
+def _accepts(address):
+    host, port = _parse_address(address, "address")
+    try:
+        socket.create_connection((host, port), timeout=2.0).close()
+        return True
+    except (OSError, socket.timeout):
+        return False
 
 
 def chief_target(cluster):

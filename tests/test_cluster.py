@@ -3,6 +3,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,10 +12,11 @@ import numpy as np
 import pytest
 
 import toy_models as toys
+from waiting import wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.cli import server as server_cli
 from crnn_multigpu.cluster import (chief_target, cluster_towers, free_ports, is_chief,
-                                   load_cluster, start_server, task_from_env)
+                                   load_cluster, start_server, task_from_env, wait_for_tasks)
 from crnn_multigpu.compat import tf
 from crnn_multigpu.devices import session_config
 
@@ -189,6 +191,65 @@ def test_server_with_bad_cluster_file_exits_2_with_one_line(tmp_path):
     assert err.count("\n") == 1 and err.startswith("error: "), err
     assert "bad.json" in err and "not an integer" in err
     assert "Traceback" not in err and done.stdout == b""
+
+
+# -- bounded waits for tasks that do not answer ---------------------------------
+
+
+def test_wait_for_tasks_names_only_the_tasks_that_never_answer():
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    try:
+        up = "127.0.0.1:%d" % listener.getsockname()[1]
+        down = "127.0.0.1:%d" % free_ports(1)[0]
+        wait_for_tasks({"worker": [up]}, timeout=0)  # answers: returns without waiting
+        heard = []
+        with pytest.raises(ConnectionError) as raised:
+            wait_for_tasks({"worker": [up, down]}, timeout=0.3, poll_seconds=0.05,
+                           log=heard.append)
+    finally:
+        listener.close()
+    message = str(raised.value)
+    assert "/job:worker/task:1 at %s" % down in message and "task:0" not in message
+    assert "--connect-timeout" in message
+    assert heard == ["waiting up to 0.3 s for /job:worker/task:1"]
+
+
+def unreachable_training(tmp_path, tiny_dataset, *extra):
+    """crnn-train on a cluster whose only worker is not running; stderr goes to a file."""
+    cluster_file = write_json(tmp_path / "cluster.json",
+                              {"worker": ["127.0.0.1:%d" % free_ports(1)[0]]})
+    log_path = str(tmp_path / "train.err")
+    with open(log_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "crnn_multigpu.cli.train", "--cluster",
+                                 cluster_file, "--train", tiny_dataset, "--out",
+                                 str(tmp_path / "run"), "--model", "tiny", "--steps", "2"]
+                                + list(extra), cwd=str(tmp_path), env=server_env(),
+                                stdout=subprocess.PIPE, stderr=err)
+    return proc, log_path
+
+
+def test_train_gives_up_on_an_unreachable_worker_with_one_line(tmp_path, tiny_dataset):
+    proc, log_path = unreachable_training(tmp_path, tiny_dataset, "--connect-timeout", "0.5")
+    assert proc.wait(timeout=START_TIMEOUT) == 2
+    lines = [l for l in open(log_path).read().splitlines() if not l.startswith("INFO ")]
+    assert len(lines) == 1 and lines[0].startswith("error: cannot reach /job:worker/task:0 at "), lines
+    assert not os.path.exists(str(tmp_path / "run" / "checkpoints"))
+
+
+def test_ctrl_c_stops_a_client_waiting_for_its_cluster(tmp_path, tiny_dataset):
+    proc, log_path = unreachable_training(tmp_path, tiny_dataset, "--connect-timeout", "3600")
+    try:
+        wait_until(lambda: "waiting up to 3600 s" in open(log_path).read(), proc, log_path,
+                   "the wait for the cluster")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=STOP_TIMEOUT) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = open(log_path).read()
+    assert err.rstrip().endswith("interrupted") and "Traceback" not in err, err
 
 
 # -- the real thing: servers in other processes -----------------------------

@@ -36,6 +36,10 @@ def run_main(body, argv=None):
     """
     try:
         return body(argv) or 0
+    except KeyboardInterrupt:
+        # Ctrl-C outside a training loop (which saves and exits 130 itself): no traceback.
+        sys.stderr.write("interrupted\n")
+        return 130
     except Exception as error:
         if os.environ.get("CRNN_TRACEBACK") or not (
                 isinstance(error, USER_ERRORS) or getattr(error, "user_facing", False)):

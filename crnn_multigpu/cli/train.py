@@ -49,6 +49,9 @@ def build_parser():
                              "all GPUs, or 1 CPU tower)")
     parser.add_argument("--cluster", help="cluster JSON ({'worker': [...], 'ps': [...]}): towers on "
                                           "every worker, this process is the chief client")
+    parser.add_argument("--connect-timeout", type=non_negative_float, default=60.0,
+                        help="with --cluster: seconds to wait for every task to accept "
+                             "connections before giving up (default 60)")
     parser.add_argument("--gpus-per-task", type=non_negative_int, default=0,
                         help="with --cluster: towers on each worker's first N GPUs (0: its CPU)")
     parser.add_argument("--steps", type=positive_int,
@@ -93,6 +96,7 @@ def resolve_devices(args):
     if args.cluster:
         from crnn_multigpu import cluster
         spec = cluster.load_cluster(args.cluster)
+        cluster.wait_for_tasks(spec, args.connect_timeout, log=log.info)
         towers, variable_device = cluster.cluster_towers(spec, gpus_per_task=args.gpus_per_task)
         return towers, variable_device, cluster.chief_target(spec), 1
     gpus = visible_gpus()
