@@ -50,6 +50,8 @@ CONFIG_CASES = {
     "empty dataset": (lambda d, t: ["--train", broken_copy(d, t, labels="")], "lists no samples"),
     "malformed labels.txt": (lambda d, t: ["--train", broken_copy(d, t, labels="images/a.png\tab\nno-tab-here\n")],
                              "labels.txt line 2"),
+    "no readable image": (lambda d, t: ["--train", broken_copy(d, t, corrupt=range(48))],
+                          "readable images in the batch"),
     "unwritable --out": (lambda d, t: ["--out", os.path.join(d, "labels.txt", "run")],
                          "cannot write checkpoints"),
 }
