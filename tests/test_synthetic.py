@@ -201,3 +201,18 @@ def test_parallel_rendering_writes_the_same_dataset(fonts, tmp_path):
         with open(os.path.join(serial, relative), "rb") as one, \
                 open(os.path.join(parallel, relative), "rb") as other:
             assert one.read() == other.read()
+
+
+def test_crops_reach_into_neighbour_glyphs_but_never_past_a_thin_one(fonts):
+    from crnn_multigpu.datasets.fonts import load_font
+    dejavu = [f for f in fonts if os.path.basename(f) == "DejaVuSans.ttf"] or fonts[:1]
+    font = load_font(dejavu[0], 64)
+    room = SyntheticTextGenerator._room
+    ink_left, _, ink_right, _ = font.getbbox("l")
+    # After the word: into the 'l' (past its side bearing) but short of its right edge.
+    assert ink_left < room(font, "l", True) < ink_right
+    # Before the word the glyph is entered from its right edge.
+    assert font.getlength("l") - ink_right < room(font, "l", False) < font.getlength("l") - ink_left
+    # A gap adds its width; no glyph on a side leaves that side unlimited.
+    assert room(font, " l", True) == pytest.approx(font.getlength(" ") + room(font, "l", True))
+    assert room(font, "", True) == float("inf")

@@ -112,7 +112,8 @@ class SyntheticTextGenerator(object):
         return (before + gap if before else ""), (gap + after if after else "")
 
     def _draw_layers(self, text, before, after, font, top, bottom, spacing, stroke, pad):
-        """Fill and outline coverage of the line (bands R and G), and its word box corners."""
+        """Fill and outline coverage of the line (bands R and G), its word box corners, and
+        the room a crop has past the box on each side (None without neighbours)."""
         full = before + text + after
         advances = [font.getlength(c) for c in full] if spacing else None
         def width_of(part_start, part_end):
@@ -135,7 +136,25 @@ class SyntheticTextGenerator(object):
         left = pad + width_of(0, len(before))
         right = left + width_of(len(before), len(before) + len(text)) + 2 * stroke
         lower = height - pad
-        return layers, [(left, pad), (right, pad), (left, lower), (right, lower)]
+        room = (self._room(font, before[::-1], False), self._room(font, after, True)) \
+            if before or after else None
+        return layers, [(left, pad), (right, pad), (left, lower), (right, lower)], room
+
+    @staticmethod
+    def _room(font, outward, right_side):
+        """How far a crop may reach past the word into its neighbours (``outward`` from it).
+
+        Past the gap and the nearest glyph's side bearing, into a sixth of its ink:
+        enough to show a glyph was cut, never a whole thin one ('1', 'l') that the
+        label does not contain.
+        """
+        gap = len(outward) - len(outward.lstrip(" "))
+        if gap == len(outward):
+            return float("inf")
+        glyph = outward[gap]
+        ink_left, _, ink_right, _ = font.getbbox(glyph)
+        bearing = ink_left if right_side else font.getlength(glyph) - ink_right
+        return font.getlength(" ") * gap + max(0, bearing) + 0.15 * (ink_right - ink_left)
 
     def _curve(self, layers, size, rng):
         """A wavy or arched baseline: columns shifted up and down by up to ~a fifth of the size."""
@@ -197,7 +216,7 @@ class SyntheticTextGenerator(object):
         forward = _perspective_coefficients(src, dst)
         return warped, [_apply_perspective(forward, x, y) for x, y in corners]
 
-    def _crop(self, layers, corners, curve, line_height, has_context, rng):
+    def _crop(self, layers, corners, curve, line_height, room, rng):
         """From tight to loose around the word (its box, or its ink without neighbours)."""
         d = self.difficulty
         loose = rng.rand() < 0.3
@@ -206,13 +225,15 @@ class SyntheticTextGenerator(object):
         ink_layer = layers.getchannel("G")  # fill and outline
         ink = ink_layer.getbbox() or (0, 0) + ink_layer.size
         xs, ys = [p[0] for p in corners], [p[1] for p in corners]
-        if has_context:
+        if room:
             ink_left, ink_right = min(xs), max(xs)
         else:
             ink_left, ink_right = ink[0], ink[2]
+        room_left, room_right = room or (margin_x, margin_x)
         width, height = layers.size
-        left = max(0, int(ink_left - rng.uniform(-0.02, 1) * margin_x))
-        right = min(width, int(math.ceil(ink_right + rng.uniform(-0.02, 1) * margin_x)))
+        left = max(0, int(ink_left - rng.uniform(-0.02, 1) * min(margin_x, room_left)))
+        right = min(width, int(math.ceil(ink_right + rng.uniform(-0.02, 1)
+                                         * min(margin_x, room_right))))
         upper = max(0, int(min(min(ys) - curve, ink[1]) - rng.uniform(0, margin_y)))
         lower = min(height, int(math.ceil(max(max(ys) + curve, ink[3]) + rng.uniform(0, margin_y))))
         if right - left < 2:
@@ -270,11 +291,11 @@ class SyntheticTextGenerator(object):
             spacing = int(round(size * rng.uniform(-0.04, 0.05 + 0.3 * d)))
         stroke = int(rng.randint(1, max(2, size // 12) + 1)) if rng.rand() < 0.08 + 0.07 * d else 0
         before, after = self._context(rng)
-        layers, box = self._draw_layers(text, before, after, font, top, bottom, spacing, stroke,
-                                        pad=size // 2 + 2)
+        layers, box, room = self._draw_layers(text, before, after, font, top, bottom, spacing,
+                                              stroke, pad=size // 2 + 2)
         layers, curve = self._curve(layers, size, rng)
         layers, corners = self._warp(layers, box, rng)
-        fill, outline = self._crop(layers, corners, curve, bottom - top, bool(before or after), rng)
+        fill, outline = self._crop(layers, corners, curve, bottom - top, room, rng)
         image = self._paint(fill, outline if stroke else fill, rng)
         return self.degrade(image, rng)
 
