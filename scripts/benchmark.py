@@ -171,6 +171,25 @@ def feed_free(batch, towers, cached):
     return build
 
 
+def dataset_pipeline(path, batch_size, towers, augment):
+    """The tf.data path over a real dataset's images, with training-time augmentation or not."""
+    def build():
+        from crnn_multigpu.datasets import open_dataset
+        from crnn_multigpu.datasets.augment import Degrader
+        from crnn_multigpu.datasets.pipeline import make_input_fn
+        from crnn_multigpu.datasets.steps import StepBatches
+        dataset = open_dataset(path, charset=CHARSET, time_steps=CRNN.time_steps(100))
+        degrade = Degrader(augment, reference_height=dataset.height) if augment else None
+        source = StepBatches(dataset, CHARSET, batch_size, fixed_width=100, min_batch=towers,
+                             augment=degrade)
+        input_fn = make_input_fn(source, CHARSET, batch_size, towers, fixed_width=100,
+                                 devices=bench_devices(towers))
+        model = MultiGpuModel(CRNN, devices=bench_devices(towers), input_fn=input_fn)
+        feed = dict((m.training, True) for m in model.models)
+        return lambda session, *trace: session.run(model.objective, feed, *trace)
+    return build
+
+
 class Embedding(object):
     """A bag-of-ids regression over a large table: its gradient is an IndexedSlices."""
 
@@ -226,6 +245,11 @@ def main(argv=None):
                         help="trace 3 steps per configuration (op time, iterator waits, op types)")
     parser.add_argument("--gpus", action="store_true",
                         help="put towers and replicas on the visible GPUs instead of virtual CPUs")
+    parser.add_argument("--data", metavar="DATASET",
+                        help="also time the tf.data path reading this dataset's images, with and "
+                             "without training-time augmentation (--augment)")
+    parser.add_argument("--augment", type=float, default=0.5,
+                        help="augmentation strength for the --data configurations (default 0.5)")
     args = parser.parse_args(argv)
     USE_GPUS[:] = [True] if args.gpus else []
     # Many short repetitions: the shared VM's noise comes in bursts of seconds, and a
@@ -240,6 +264,10 @@ def main(argv=None):
                 ("pipeline_2", feed_free(batch, 2, cached=False)),
                 ("cached_2", feed_free(batch, 2, cached=True)),
                 ("embedding_20k", embedding(20000, 2)), ("embedding_2m", embedding(2000000, 2))]
+    if args.data:
+        builders += [("dataset_2", dataset_pipeline(args.data, args.batch_size, 2, 0.0)),
+                     ("dataset_augment_2", dataset_pipeline(args.data, args.batch_size, 2,
+                                                            args.augment))]
     if not args.quick:  # diagnostics: what the finite check costs, 4 replicas, Adam's slots
         builders += [("wrapper_1_unchecked", wrapper(batch, 1, check_finite=False)),
                      ("mirrored_4", mirrored(batch, 4)),
@@ -288,6 +316,13 @@ def main(argv=None):
         "input_wait_fraction": (max(0.0, 1 - 1 / ratio("pipeline_2", "cached_2"))
                                 if "cached_2" in median and "pipeline_2" in median else None),
         "embedding_2m_vs_20k": ratio("embedding_2m", "embedding_20k"),
+        # Training-time augmentation: its cost per step, and the input's share of a step
+        # against constant in-graph tensors (what is left when input costs nothing).
+        "augment_vs_no_augment": ratio("dataset_augment_2", "dataset_2"),
+        "input_wait_fraction_dataset": (max(0.0, 1 - 1 / ratio("dataset_2", "cached_2"))
+                                        if "dataset_2" in times else None),
+        "input_wait_fraction_augment": (max(0.0, 1 - 1 / ratio("dataset_augment_2", "cached_2"))
+                                        if "dataset_augment_2" in times else None),
         "wrapper1_unchecked_vs_plain": ratio("wrapper_1_unchecked", "plain"),
         "wrapper4_vs_mirrored4": ratio("wrapper_4", "mirrored_4"),
         "embedding_2m_vs_20k_adam": ratio("embedding_2m_adam", "embedding_20k_adam"),

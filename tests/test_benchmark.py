@@ -11,16 +11,18 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATIO_KEYS = ("wrapper1_vs_plain", "towers2_vs_towers1", "wrapper_vs_mirrored",
-              "input_wait_fraction", "embedding_2m_vs_20k", "identical_configs")
+              "input_wait_fraction", "embedding_2m_vs_20k", "identical_configs",
+              "augment_vs_no_augment", "input_wait_fraction_augment")
 CONFIGURATIONS = ("plain", "wrapper_1", "wrapper_2", "wrapper_4", "mirrored_2", "feed_dict_2",
-                  "pipeline_2", "cached_2", "embedding_20k", "embedding_2m")
+                  "pipeline_2", "cached_2", "embedding_20k", "embedding_2m", "dataset_2",
+                  "dataset_augment_2")
 
 
-def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_path):
+def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_path, tiny_dataset):
     out = str(tmp_path / "bench.json")
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", "benchmark.py"), "--quick", "--reps", "1",
-         "--steps", "1", "--batch-size", "8", "--profile", "--json", out],
+         "--steps", "1", "--batch-size", "8", "--profile", "--json", out, "--data", tiny_dataset],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "could not be built" not in result.stderr, result.stderr[-3000:]
