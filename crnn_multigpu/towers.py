@@ -38,6 +38,8 @@ def _as_op(update):
 class MultiGpuModel(object):
     """Build ``model_cls`` once per device and train it as one model.
 
+    This is the class style; for a model function fed whole batches, see ``from_function``.
+
     Args:
       model_cls: the single-device model class (or set ``model_cls`` on a subclass).
         ``model_cls(**model_kwargs)`` is called once per tower; the instance needs
