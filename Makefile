@@ -15,11 +15,14 @@ VENV1 := .venv-tf1
 
 all: test
 
+# The last install is tf_keras (Keras 2, behind tf.compat.v1.layers on TF 2.16+) in TensorFlow's
+# minor version, with --no-deps: otherwise pip adds the full `tensorflow` wheel beside tensorflow-cpu.
 $(VENV2)/.installed: requirements-tf2.txt pyproject.toml
 	$(PYTHON3) -m venv $(VENV2)
 	$(VENV2)/bin/pip install -q --upgrade pip
 	$(VENV2)/bin/pip install -q -r requirements-tf2.txt
 	$(VENV2)/bin/pip install -q --no-deps -e .
+	$(VENV2)/bin/pip install -q --no-deps "$$($(VENV2)/bin/python -c 'from crnn_multigpu.legacy_keras import requirement; print(requirement())')"
 	touch $@
 
 $(VENV1)/.installed: requirements-tf1.txt pyproject.toml

@@ -8,6 +8,11 @@ The data path through this module is one straight line::
 Variables are shared by variable-scope reuse: tower 0 creates them exactly as
 the model would alone (same names, no tower prefix, so checkpoints move freely
 between tower counts and single-device inference), later towers reuse them.
+
+Two ways in: the class style (a model class with placeholders and ``feed_dict``,
+fed one shard per tower) and the function style (``MultiGpuModel.from_function``:
+a model function, a loss function and whole-batch tensors split in the graph;
+see ``function_style``). Both build their towers through the same code below.
 """
 import logging
 from contextlib import nullcontext
@@ -16,6 +21,7 @@ from crnn_multigpu import gradients as grad_ops
 from crnn_multigpu.compat import tf
 from crnn_multigpu.devices import (VARIABLE_OP_TYPES, default_variable_device, host_device,
                                    tower_device_function, tower_devices)
+from crnn_multigpu.function_style import FunctionTower, WholeBatch
 from crnn_multigpu.sharding import batch_size as count_examples
 from crnn_multigpu.sharding import split_batch
 
@@ -31,6 +37,8 @@ def _as_op(update):
 
 class MultiGpuModel(object):
     """Build ``model_cls`` once per device and train it as one model.
+
+    This is the class style; for a model function fed whole batches, see ``from_function``.
 
     Args:
       model_cls: the single-device model class (or set ``model_cls`` on a subclass).
@@ -55,6 +63,36 @@ class MultiGpuModel(object):
     """
 
     model_cls = None
+
+    @classmethod
+    def from_function(cls, model_fn, loss_fn, inputs, labels, n_gpus=None, devices=None,
+                      optimizer=None, variable_device=None, clip_norm=None, check_finite=True,
+                      gradient_processors=()):
+        """The function style: a model function, a loss function and whole-batch tensors.
+
+        ``inputs`` and ``labels`` are whole-batch tensors (placeholders or a ``tf.data``
+        element), or tuples/lists/dicts of them, with the example axis first. They are split
+        in the graph into one shard per tower, sizes differing by at most one (any batch of at
+        least one example per tower; a smaller one fails at run time, saying so). Each tower
+        calls ``model_fn(inputs_shard) -> outputs`` inside the shared variable scope, then
+        ``loss_fn(outputs, labels_shard)``, which returns the mean loss over the shard. Feed the
+        original tensors: ``sess.run(wrapper.objective, {x: batch_x, y: batch_y})``.
+
+        The guarantees are the class style's: towers weighted exactly by shard size, one set of
+        plainly named variables (unshared ones refused by name), None gradients skipped, update
+        ops run once. ``wrapper.predict`` is ``model_fn``'s outputs for the whole batch, in its
+        order (needs only the inputs fed); ``wrapper.models[i].predict`` is tower i's part.
+        The other arguments are those of ``MultiGpuModel``.
+        """
+        batch = WholeBatch(inputs, labels)
+        wrapper = cls(FunctionTower, n_gpus=n_gpus, optimizer=optimizer, devices=devices,
+                      variable_device=variable_device, clip_norm=clip_norm,
+                      check_finite=check_finite, input_fn=batch.shard,
+                      gradient_processors=gradient_processors, model_fn=model_fn, loss_fn=loss_fn)
+        # Whole batches go in, so predictions come out as one whole batch too.
+        with tf.device(wrapper.variable_device):
+            wrapper.predict = batch.gather([m.predict for m in wrapper.models])
+        return wrapper
 
     def __init__(self, model_cls=None, n_gpus=None, optimizer=None, devices=None,
                  variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
@@ -154,10 +192,12 @@ class MultiGpuModel(object):
         trainable = set(v.op.name for v in tf.trainable_variables())
         unshared = [op.name for op in created_ops if op.name in trainable]
         if unshared:
-            raise ValueError("tower %d created %d new trainable variable(s) instead of reusing tower "
-                             "0's: %s. They would be silently duplicated per tower. Create variables "
-                             "with tf.get_variable (not tf.Variable or Keras layers) so that "
-                             "variable-scope reuse shares them."
+            raise ValueError("variables were not shared: tower %d created %d new trainable "
+                             "variable(s) instead of reusing tower 0's: %s. Every tower would train "
+                             "its own copy. Create variables with tf.get_variable or "
+                             "tf.compat.v1.layers in the variable scope the wrapper sets (not in a "
+                             "scope named after the tower, such as its name scope, and not with "
+                             "tf.Variable or Keras layer objects) so that reuse shares them."
                              % (index, len(unshared), ", ".join(sorted(unshared))))
         if created_ops:
             log.warning("tower %d created non-trainable variable(s) of its own: %s", index,
