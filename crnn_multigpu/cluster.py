@@ -158,11 +158,6 @@ def start_server(cluster, job, task, config=None):
                            config=config if config is not None else server_config(), start=True)
 
 
-def serve_forever(server):
-    """Block serving requests (``server.join()``); ends only with the process."""
-    server.join()
-
-
 def cluster_towers(cluster, gpus_per_task=0):
     """``(tower devices, variable device)`` for in-graph replication over a cluster.
 

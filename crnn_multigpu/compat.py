@@ -32,8 +32,7 @@ if tf.executing_eagerly():
 
 TF_VERSION = tuple(int(p) for p in tf.__version__.split(".")[:2]) if hasattr(tf, "__version__") \
     else tuple(int(p) for p in tf.VERSION.split(".")[:2])
-IS_TF1 = TF_VERSION[0] == 1
 
 tf.logging.set_verbosity(tf.logging.ERROR)
 
-__all__ = ["tf", "TF_VERSION", "IS_TF1"]
+__all__ = ["tf", "TF_VERSION"]
