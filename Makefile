@@ -5,7 +5,7 @@ PYTHON3 ?= python3
 PY37 ?= $(shell d=$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv); echo $$d/versions/3.7.16/bin/python)
 PYTEST_ARGS ?= -q
 TOWERS ?= 2
-STEPS ?= 2500
+STEPS ?= 4000
 RUN ?= runs/main
 
 VENV2 := .venv

@@ -13,8 +13,8 @@ import os
 import sys
 import time
 
-from crnn_multigpu.cli.common import (ArgumentParser, float_range, positive_int, run_main,
-                                      setup_logging)
+from crnn_multigpu.cli.common import (ArgumentParser, float_range, positive_float, positive_int,
+                                      run_main, setup_logging)
 
 
 def build_parser():
@@ -24,7 +24,10 @@ def build_parser():
     parser.add_argument("--train-count", type=positive_int, default=40000)
     parser.add_argument("--val-count", type=positive_int, default=2000)
     parser.add_argument("--towers", type=positive_int, default=2)
-    parser.add_argument("--steps", type=positive_int, default=2500)
+    parser.add_argument("--steps", type=positive_int, default=4000)
+    # 3e-3 rather than crnn-train's 1e-3: measured on this job, the small CRNN (batch norm,
+    # Adam) reaches 82.8 % at step 2,000 instead of 76.0 %, so the 15-minute budget goes further.
+    parser.add_argument("--lr", type=positive_float, default=0.003)
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--workers", type=positive_int, default=max(1, os.cpu_count() or 1),
                         help="processes rendering the synthetic data")
@@ -74,7 +77,7 @@ def main_body(argv=None):
     from crnn_multigpu.checkpoints import latest_checkpoint
     from crnn_multigpu.cli import train
     train_args = ["--train", train_dir, "--val", val_dir, "--out", run_dir,
-                  "--towers", str(args.towers), "--steps", str(args.steps),
+                  "--towers", str(args.towers), "--steps", str(args.steps), "--lr", str(args.lr),
                   "--batch-size", str(args.batch_size), "--seed", str(args.seed),
                   "--validate-every", "500", "--validate-max", "500"]
     if latest_checkpoint(run_dir):
