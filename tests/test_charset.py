@@ -108,6 +108,17 @@ def test_shipped_charsets():
     assert cjk.blank == len(cjk) and cjk.num_classes == len(cjk) + 1
 
 
+def test_printable_ascii_charset_has_space_as_a_class():
+    charset = Charset.from_file(os.path.join(CHARSETS, "printable_ascii.txt"))
+    assert charset.chars == "".join(chr(code) for code in range(32, 127))
+    assert len(charset) == 95 and charset.num_classes == 96
+    assert charset.encode(" ") == [0]
+    line = 'Version ::= INTEGER  -- see "1.2. What is this spec?"'
+    assert charset.decode(charset.encode(line)) == line
+    assert charset.check_label("asn1_der_decoding_element") is None
+    assert charset.unknown_chars(u"caf\u00e9\t") == [u"\u00e9", "\t"]
+
+
 def test_from_file_duplicate_names_file_and_lines(tmp_path):
     path = write_text(tmp_path / "dup.txt", u"a\nb\n\nа\nb\n")  # the 'а' on line 4 is Cyrillic
     with pytest.raises(ValueError) as error:
