@@ -38,6 +38,11 @@ class Charset(object):
         return cls(string.digits + string.ascii_lowercase)
 
     @classmethod
+    def printable_ascii(cls):
+        """The 95 printable ASCII characters, space first (data/charsets/printable_ascii.txt)."""
+        return cls(chr(code) for code in range(32, 127))
+
+    @classmethod
     def from_file(cls, path):
         """Read a UTF-8 file with one character per line; blank lines are ignored.
 

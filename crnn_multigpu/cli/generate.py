@@ -4,6 +4,8 @@
     python -m crnn_multigpu.cli.generate --out data/val --count 2000 --seed 1 --fonts heldout
     python -m crnn_multigpu.cli.generate --out data/synth --lazy --count 1000000
     python -m crnn_multigpu.cli.generate --list-fonts
+    python -m crnn_multigpu.cli.generate --out data/lines --lines --count 20000
+    python -m crnn_multigpu.cli.generate --out data/mine --lines --text my_prose.txt
 
 Sample ``i`` depends only on ``--seed`` and ``i`` (``--start`` shifts the
 indices), so a dataset can be rendered in pieces and still be reproducible.
@@ -32,7 +34,15 @@ def build_parser():
                         help="index of the first sample (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
     parser.add_argument("--charset", metavar="FILE",
-                        help="charset file, one character per line (default: 0-9 and a-z)")
+                        help="charset file, one character per line (default: 0-9 and a-z; with "
+                             "--lines the 95 printable ASCII characters)")
+    parser.add_argument("--lines", action="store_true",
+                        help="whole printed lines (1-60 characters) of English prose, phrases, "
+                             "code and numbers, in mixed faces, instead of single words")
+    parser.add_argument("--text", action="append", metavar="FILE",
+                        help="with --lines: UTF-8 prose to cut lines from, repeatable (default: "
+                             "the Python documentation and /usr/share/common-licenses); "
+                             "implies --lines")
     parser.add_argument("--font-dir", action="append", metavar="DIR",
                         help="folder searched recursively for .ttf/.otf fonts; repeatable "
                              "(default: $CRNN_FONT_DIRS or the system font folders)")
@@ -50,12 +60,12 @@ def build_parser():
                              "system list, /usr/share/dict)")
     parser.add_argument("--kinds", metavar="K,K",
                         help="kinds of text, comma-separated, from word (dictionary words), number, "
-                             "code (letters and digits), pseudo (pronounceable), random "
-                             "(default: all, mixed)")
+                             "code (letters and digits), pseudo (pronounceable), random; with "
+                             "--lines from prose, phrase, code, numbers (default: all, mixed)")
     parser.add_argument("--min-len", type=positive_int,
                         default=1, help="shortest text (default: 1)")
     parser.add_argument("--max-len", type=positive_int,
-                        default=10, help="longest text (default: 10)")
+                        default=None, help="longest text (default: 10; 60 with --lines)")
     parser.add_argument("--difficulty", type=unit_float, default=0.5,
                         help="distortion strength from 0 (clean) to 1 (default: %(default)s)")
     parser.add_argument("--format", choices=("folder", "lmdb"), default="folder",
@@ -74,6 +84,10 @@ def build_parser():
 def _check_arguments(args):
     if not args.out and not args.list_fonts:
         raise ValueError("--out is required: the folder to write the dataset to")
+    if args.text:
+        args.lines = True
+    if args.max_len is None:
+        args.max_len = 60 if args.lines else 10
     if args.min_len > args.max_len:
         raise ValueError("--min-len %d is longer than --max-len %d" % (args.min_len, args.max_len))
     for font_dir in args.font_dir or ():
@@ -113,13 +127,12 @@ def generate(argv=None):
     setup_logging()
     _check_arguments(args)
     from crnn_multigpu.charset import Charset
-    from crnn_multigpu.datasets import (SyntheticTextGenerator, write_dataset, write_lmdb,
-                                        write_recipe)
-    from crnn_multigpu.datasets.synthetic import with_progress
-
+    from crnn_multigpu.datasets import write_dataset, write_lmdb, write_recipe
     from crnn_multigpu.datasets.fonts import select_fonts
+    from crnn_multigpu.datasets.synthetic import make_generator, text_part_of, with_progress
 
-    charset = Charset.from_file(args.charset) if args.charset else Charset.default()
+    charset = Charset.from_file(args.charset) if args.charset else \
+        Charset.printable_ascii() if args.lines else Charset.default()
     if args.list_fonts:
         return list_fonts(args, charset)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
@@ -132,12 +145,14 @@ def generate(argv=None):
                             include_reserved=args.include_reserved, min_len=args.min_len,
                             max_len=args.max_len, difficulty=args.difficulty,
                             words=args.words and os.path.abspath(args.words), kinds=kinds,
-                            charset="".join(charset.chars))
+                            charset="".join(charset.chars), lines=args.lines,
+                            text=[os.path.abspath(t) for t in args.text] if args.text else None)
         print("wrote %s: %d images in %d fonts, rendered when read" % (path, args.count, len(fonts)))
         return 0
-    generator = SyntheticTextGenerator(charset, fonts, min_len=args.min_len,
-                                       max_len=args.max_len, seed=args.seed,
-                                       difficulty=args.difficulty, words=args.words, kinds=kinds)
+    generator = make_generator(charset, fonts, lines=args.lines, text_files=args.text,
+                               text_part=text_part_of(args.fonts), min_len=args.min_len,
+                               max_len=args.max_len, seed=args.seed, difficulty=args.difficulty,
+                               words=args.words, kinds=kinds)
     every = 0 if args.quiet else max(100, min(10000, args.count // 10))
     started = time.time()
     if args.format == "folder":

@@ -114,6 +114,29 @@ def font_family(path):
         return os.path.splitext(os.path.basename(path))[0]
 
 
+@functools.lru_cache(maxsize=None)
+def font_style(path):
+    """The face's looks as a frozenset of "bold", "italic" and "mono".
+
+    Bold and italic come from the style name ("Bold Italic", "SemiBold", "Oblique"); mono
+    from the glyphs: 'i', 'M' and 'W' advance equally. Unreadable fonts have no style.
+    """
+    try:
+        font = load_font(path, _PROBE_SIZE)
+        style = (font.getname()[1] or "").lower()
+        advances = set(round(font.getlength(char), 1) for char in "iMW")
+    except (OSError, ValueError):
+        return frozenset()
+    looks = set()
+    if re.search(r"bold|black|heavy|semibold|demi", style):
+        looks.add("bold")
+    if re.search(r"italic|oblique|slanted", style):
+        looks.add("italic")
+    if len(advances) == 1:
+        looks.add("mono")
+    return frozenset(looks)
+
+
 def superfamily(family):
     """Grouping key for splits: the family name's first word, lower case ("noto", "pt")."""
     words = re.findall(r"[a-z0-9]+", family.lower().replace("-", " "))

@@ -4,16 +4,22 @@
 with ``[seed, i mod 2**32, i div 2**32]`` (never Python's ``hash()``), so
 workers rendering disjoint index ranges reproduce a single process exactly.
 
-A rendering goes: text (:mod:`words`) -> glyph coverage with optional outline,
+A rendering goes: text (:mod:`words`, or :mod:`lines` for whole printed lines) -> glyph coverage with optional outline,
 neighbouring glyphs, letter-spacing and a curved baseline -> rotation, shear,
 stretch and sometimes perspective -> a crop from tight to loose around the
 word's box (neighbours show as cut glyphs at the edges) -> colours on flat,
 gradient, noisy or striped paper, sometimes with a drop shadow -> camera and
 compression degradations (:mod:`augment`).
+
+Whole printed lines (``lines=True``) take the same path with a document's habits: no cut
+neighbour glyphs, print sizes, a tilt that keeps the line within its own height, and now
+and then one to three words in a second face of the line (its bold or italic sister, or a
+monospaced face), baseline-aligned as documents set them.
 """
 import json
 import math
 import os
+import re
 import threading
 
 import numpy as np
@@ -21,12 +27,14 @@ from PIL import Image, ImageDraw, ImageFilter
 
 from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.folder import with_progress, write_dataset  # noqa: F401 (re-export)
-from crnn_multigpu.datasets.fonts import load_font
+from crnn_multigpu.datasets.fonts import font_family, font_style, load_font
 from crnn_multigpu.datasets.images import load_image
 from crnn_multigpu.datasets.words import TextSampler
 
 _RESAMPLING = getattr(Image, "Resampling", Image)
 _TRANSFORM = getattr(Image, "Transform", Image)
+# Lines with one to three words in a second face (bold, italic or mono), as documents mix them.
+MIXED_FACE_SHARE = 0.25
 # ITU-R 601 luma, what Pillow's RGB -> L uses: colour pairs become grey contrasts.
 _LUMA = np.array([0.299, 0.587, 0.114])
 
@@ -45,10 +53,13 @@ class SyntheticTextGenerator(object):
     ``kinds``: which kinds of text, default all).
     ``difficulty`` in [0, 1] scales geometry, contrast loss, clutter and
     degradations; 1 is the strongest setting that keeps glyphs readable.
+    ``texts``: any other text source with ``sample(rng) -> (drawn, label)`` instead of the
+    word sampler, e.g. :class:`~crnn_multigpu.datasets.lines.LineSampler`.
+    ``lines``: render whole printed lines (see the module docstring).
     """
 
     def __init__(self, charset, fonts, height=32, min_len=1, max_len=10, seed=0,
-                 difficulty=0.5, words=None, kinds=None):
+                 difficulty=0.5, words=None, kinds=None, texts=None, lines=False):
         if not fonts:
             raise ValueError("SyntheticTextGenerator needs at least one font file")
         if not 1 <= min_len <= max_len:
@@ -58,12 +69,17 @@ class SyntheticTextGenerator(object):
         self.charset, self.fonts, self.height, self.seed = charset, list(fonts), height, seed
         self.min_len, self.max_len = min_len, max_len
         self.difficulty = float(difficulty)
-        self.texts = TextSampler(charset, min_len, max_len, words, kinds)
+        self.texts = texts or TextSampler(charset, min_len, max_len, words, kinds)
+        self.lines = bool(lines)
         self._visible = [c for c in charset.chars if not c.isspace()]
         if not self._visible:
             raise ValueError("the charset has only whitespace: nothing to render")
         self._neighbours = [c for c in self._visible if c.isalnum()] or self._visible
         self._size_range = (max(8, int(round(0.75 * height))), max(9, int(round(1.5 * height))))
+        if self.lines:
+            # Body text of pages rasterised at 100-150 dpi (15-25 px) up to small headings.
+            self._size_range = (max(8, int(round(0.45 * height))), max(9, int(round(1.05 * height))))
+            self._second_faces = _second_faces(self.fonts)
         self.degrade = Degrader(self.difficulty, reference_height=height)
         self._fonts_cache = {}
         self._thread_state = threading.local()
@@ -140,6 +156,45 @@ class SyntheticTextGenerator(object):
             if before or after else None
         return layers, [(left, pad), (right, pad), (left, lower), (right, lower)], room
 
+    def _faces_of_words(self, text, font_path, font, size, rng):
+        """``[(piece, font)]``: the line in its face, now and then a few words in a second face."""
+        spans = [match.span() for match in re.finditer(r"\S+", text)]
+        if len(spans) < 2 or rng.rand() >= MIXED_FACE_SHARE:
+            return [(text, font)]
+        sisters, monos = self._second_faces[font_path]
+        pool = sisters if sisters and (rng.rand() < 0.6 or not monos) else monos
+        if not pool:
+            return [(text, font)]
+        second = self._font(pool[rng.randint(len(pool))], size)[0]
+        first = rng.randint(len(spans))
+        last = min(len(spans), first + rng.randint(1, 4)) - 1
+        start, end = spans[first][0], spans[last][1]
+        runs = [(text[:start], font), (text[start:end], second), (text[end:], font)]
+        return [(piece, face) for piece, face in runs if piece]
+
+    def _draw_runs(self, runs, top, bottom, spacing, stroke, pad):
+        """Like :meth:`_draw_layers` for a line set in runs of faces, on the first face's
+        baseline (framed by its ``top``/``bottom``), without neighbours."""
+        first = runs[0][1]
+        chars = [(char, face) for piece, face in runs for char in piece]
+        if spacing:
+            pieces = [(char, face, face.getlength(char) + spacing) for char, face in chars]
+        else:
+            pieces = [(piece, face, face.getlength(piece)) for piece, face in runs]
+        line_width = int(math.ceil(sum(advance for _, _, advance in pieces))) + 2 * stroke
+        width, height = max(1, line_width) + 2 * pad, (bottom - top) + 2 * pad + 2 * stroke
+        layers = Image.new("RGB", (width, height), (0, 0, 0))
+        draw = ImageDraw.Draw(layers)
+        baseline = pad + stroke - top + first.getmetrics()[0]
+        extra = dict(stroke_width=stroke, stroke_fill=(0, 255, 0)) if stroke else {}
+        x = float(pad + stroke)
+        for piece, face, advance in pieces:
+            draw.text((int(round(x)), baseline), piece, fill=(255, 255, 0), font=face,
+                      anchor="ls", **extra)
+            x += advance
+        left, right, lower = pad, pad + line_width, height - pad
+        return layers, [(left, pad), (right, pad), (left, lower), (right, lower)], None
+
     @staticmethod
     def _room(font, outward, right_side):
         """How far a crop may reach past the word into its neighbours (``outward`` from it).
@@ -173,6 +228,9 @@ class SyntheticTextGenerator(object):
         """Rotation, shear, stretch (and sometimes perspective); returns image and box extent."""
         d = self.difficulty
         angle = math.radians(rng.uniform(-1, 1) * (1.0 + 4.0 * d))
+        if self.lines:  # a long line tilted by degrees would climb past its own height
+            limit = math.atan(0.15 * image.size[1] / float(image.size[0]))
+            angle = max(-limit, min(limit, angle))
         shear = rng.uniform(-1, 1) * (0.05 + 0.3 * d)
         stretch = math.exp(rng.uniform(-1, 1) * (0.05 + 0.25 * d))
         cos, sin = math.cos(angle), math.sin(angle)
@@ -290,9 +348,14 @@ class SyntheticTextGenerator(object):
         if len(text) > 1 and rng.rand() < 0.3:
             spacing = int(round(size * rng.uniform(-0.04, 0.05 + 0.3 * d)))
         stroke = int(rng.randint(1, max(2, size // 12) + 1)) if rng.rand() < 0.08 + 0.07 * d else 0
-        before, after = self._context(rng)
-        layers, box, room = self._draw_layers(text, before, after, font, top, bottom, spacing,
-                                              stroke, pad=size // 2 + 2)
+        if self.lines:
+            runs = self._faces_of_words(text, font_path, font, size, rng)
+            layers, box, room = self._draw_runs(runs, top, bottom, spacing, stroke,
+                                                pad=size // 2 + 2)
+        else:
+            before, after = self._context(rng)
+            layers, box, room = self._draw_layers(text, before, after, font, top, bottom,
+                                                  spacing, stroke, pad=size // 2 + 2)
         layers, curve = self._curve(layers, size, rng)
         layers, corners = self._warp(layers, box, rng)
         fill, outline = self._crop(layers, corners, curve, bottom - top, room, rng)
@@ -314,6 +377,18 @@ class SyntheticTextGenerator(object):
         """Yield ``sample(i)`` for ``i`` in ``start .. start + count - 1``."""
         for index in range(start, start + count):
             yield self.sample(index)
+
+
+def _second_faces(fonts):
+    """``{font: (sisters, monos)}``: faces of the same family in another style, and
+    monospaced faces of other families, for words set apart within a line."""
+    family = dict((path, font_family(path)) for path in fonts)
+    style = dict((path, font_style(path)) for path in fonts)
+    monos = [path for path in fonts if "mono" in style[path]]
+    return dict((path, ([other for other in fonts if family[other] == family[path] and
+                         style[other] != style[path]],
+                        [other for other in monos if family[other] != family[path]]))
+                for path in fonts)
 
 
 def _background(rng, shape, level, amplitude):
@@ -378,10 +453,37 @@ class SyntheticDataset(object):
         return load_image(image, self.height, degrade), text
 
 
+def make_generator(charset, fonts, lines=False, text_files=None, text_part="all", min_len=None,
+                   max_len=None, words=None, kinds=None, **settings):
+    """A :class:`SyntheticTextGenerator` of words (default) or whole printed lines.
+
+    ``lines``: draw lines with :class:`~crnn_multigpu.datasets.lines.LineSampler` from
+    ``text_files`` (default: the packaged prose), its ``text_part`` ("train", "heldout",
+    "all"), ``kinds`` of line; lengths default to 1-10 for words, 1-60 for lines.
+    ``settings`` (height, seed, difficulty) go to the generator.
+    """
+    min_len = min_len or 1
+    max_len = max_len or (60 if lines else 10)
+    if not lines:
+        return SyntheticTextGenerator(charset, fonts, min_len=min_len, max_len=max_len,
+                                      words=words, kinds=kinds, **settings)
+    from crnn_multigpu.datasets.lines import LineSampler
+    texts = LineSampler(charset, min_len, max_len, texts=text_files, part=text_part, words=words,
+                        kinds=kinds)
+    return SyntheticTextGenerator(charset, fonts, min_len=min_len, max_len=max_len, texts=texts,
+                                  lines=True, **settings)
+
+
+def text_part_of(font_side):
+    """The prose part that goes with a side of the font split: held-out fonts read held-out text."""
+    return {"train": "train", "heldout": "heldout"}.get(font_side, "all")
+
+
 RECIPE_FILE = "synthetic.json"
 _RECIPE_DEFAULTS = dict(count=1000000, start=0, seed=0, fonts="train", holdout_fraction=0.2,
                         font_dirs=None, include_reserved=False, min_len=1, max_len=10,
-                        difficulty=0.5, words=None, kinds=None, charset=None)
+                        difficulty=0.5, words=None, kinds=None, charset=None, lines=False,
+                        text=None)
 
 
 def write_recipe(out_dir, **settings):
@@ -390,7 +492,9 @@ def write_recipe(out_dir, **settings):
     Keys (defaults in ``_RECIPE_DEFAULTS``): count, start, seed, fonts (side of the font
     split), holdout_fraction, font_dirs, include_reserved, min_len, max_len,
     difficulty, words (word list path or None), kinds (list of text kinds or None = all),
-    charset (string or None = default).
+    charset (string or None = default), lines (whole printed lines instead of words), text
+    (list of prose files for lines, or None = the packaged prose; the part of it read follows
+    the font side).
     """
     unknown = set(settings) - set(_RECIPE_DEFAULTS)
     if unknown:
@@ -422,8 +526,9 @@ def open_recipe(path, charset=None, time_steps=None, height=32):
                                                                   2 * recipe["max_len"], time_steps))
     fonts = select_fonts(recipe["fonts"], recipe["font_dirs"], charset.chars,
                          recipe["holdout_fraction"], include_reserved=recipe["include_reserved"])
-    generator = SyntheticTextGenerator(charset, fonts, height=height, min_len=recipe["min_len"],
-                                       max_len=recipe["max_len"], seed=recipe["seed"],
-                                       difficulty=recipe["difficulty"], words=recipe["words"],
-                                       kinds=recipe["kinds"])
+    generator = make_generator(charset, fonts, lines=recipe["lines"], text_files=recipe["text"],
+                               text_part=text_part_of(recipe["fonts"]), height=height,
+                               min_len=recipe["min_len"], max_len=recipe["max_len"],
+                               seed=recipe["seed"], difficulty=recipe["difficulty"],
+                               words=recipe["words"], kinds=recipe["kinds"])
     return SyntheticDataset(generator, recipe["count"], start=recipe["start"], height=height)

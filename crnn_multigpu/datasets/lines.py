@@ -1,0 +1,332 @@
+"""What synthetic printed LINES say: English prose, phrases, code and numbers, 1-60 characters.
+
+The prose is real English that every Debian/Ubuntu machine already has, read at run time
+(nothing is copied into this repository):
+
+* the Python reference manual as plain text (``pydoc_data.topics``, part of every CPython;
+  Debian package libpython3.x-stdlib): technical English full of identifiers, quotes,
+  brackets and code, much like the documents people run OCR on;
+* the licence texts in ``/usr/share/common-licenses`` (Debian's essential base-files):
+  legal English with numbered sections, dates and addresses.
+
+``--text FILE`` replaces both with the user's own text. Prose units (sentences, code lines)
+are split deterministically into a training part and a held-out part (one in ten, by a hash
+of the unit), so a validation set can read sentences the model never trained on.
+
+Beside prose fragments, a line may be a phrase of dictionary words with punctuation, a
+code-like line (identifiers with underscores and dots, calls, assignments, paths, options)
+or numbers (dates, times, amounts, versions, section numbers). Prose fragments sometimes
+get one word replaced by such a token, as documents mix them into running text.
+"""
+import io
+import os
+import re
+import zlib
+
+import numpy as np
+
+from crnn_multigpu.datasets.words import WordList, default_word_list
+
+LICENCE_DIR = "/usr/share/common-licenses"
+PARTS = ("all", "train", "heldout")
+HELDOUT_EVERY = 10  # one prose unit in ten is held out
+# Share of each kind of line.
+LINE_MIX = (("prose", 0.55), ("phrase", 0.15), ("code", 0.15), ("numbers", 0.15))
+# Typographic characters of real text and their plain-ASCII spelling.
+_ASCII_SPELLING = {u"\u2018": "'", u"\u2019": "'", u"\u201c": '"', u"\u201d": '"',
+                   u"\u2014": "--", u"\u2013": "-", u"\u2026": "...", u"\u00a0": " ",
+                   u"\u00a9": "(c)"}
+_SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z\"'(\[0-9])")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
+_CODE_WORDS = ("self", "args", "value", "name", "path", "data", "size", "count", "index",
+               "key", "item", "result", "buffer", "config", "node", "error", "len", "str",
+               "int", "None", "True", "False", "return", "const", "char", "void", "NULL")
+
+
+def default_text_sources():
+    """Descriptions of the default prose: ``("pydoc", None)`` and licence files that exist."""
+    sources = [("pydoc", None)]
+    if os.path.isdir(LICENCE_DIR):
+        seen = set()
+        for name in sorted(os.listdir(LICENCE_DIR)):
+            real = os.path.realpath(os.path.join(LICENCE_DIR, name))
+            if os.path.isfile(real) and real not in seen:  # GPL -> GPL-3: read once
+                seen.add(real)
+                sources.append(("file", real))
+    return sources
+
+
+def _source_text(kind, path):
+    if kind == "pydoc":
+        try:
+            from pydoc_data import topics
+        except ImportError:  # a Python built without its documentation topics
+            return ""
+        return "\n\n".join(topics.topics[key] for key in sorted(topics.topics))
+    try:
+        with io.open(path, "r", encoding="utf-8") as handle:
+            return handle.read()
+    except UnicodeDecodeError as error:
+        raise ValueError("text file %s is not UTF-8 (byte %d): %s; save it as UTF-8"
+                         % (path, error.start, error.reason))
+
+
+def prose_units(text):
+    """Sentences of running text and single lines of code, whitespace collapsed, in order."""
+    units = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
+        if any(line.startswith((">>>", "...")) for line in lines):
+            units.extend(lines)  # an interactive example: one line is one unit
+            continue
+        joined = " ".join(lines)
+        units.extend(part.strip() for part in _SENTENCE_END.split(joined) if part.strip())
+    return units
+
+
+def _to_ascii(text):
+    return "".join(_ASCII_SPELLING.get(char, char) for char in text)
+
+
+def load_prose(charset, paths=None, part="all"):
+    """Prose units the charset can write: from ``paths`` (text files), else the defaults.
+
+    ``part``: "train", "heldout" (every :data:`HELDOUT_EVERY`-th unit by hash) or "all".
+    """
+    if part not in PARTS:
+        raise ValueError("text part must be one of %s, got %r" % (", ".join(PARTS), part))
+    if paths:
+        for path in paths:
+            if not os.path.isfile(path):
+                raise FileNotFoundError("--text %s does not exist: pass a UTF-8 text file of "
+                                        "English prose" % path)
+        sources = [("file", path) for path in paths]
+    else:
+        sources = default_text_sources()
+    units, seen = [], set()
+    for kind, path in sources:
+        for unit in prose_units(_to_ascii(_source_text(kind, path))):
+            unit = re.sub(r"\s+", " ", unit)
+            if unit in seen or charset.unknown_chars(unit):
+                continue
+            seen.add(unit)
+            held = zlib.crc32(unit.encode("utf-8")) % HELDOUT_EVERY == 0
+            if part == "all" or held == (part == "heldout"):
+                units.append(unit)
+    if not units:
+        where = ", ".join(paths) if paths else "the Python documentation and %s" % LICENCE_DIR
+        raise ValueError("no %sprose the charset can write was found in %s"
+                         % ("" if part == "all" else part + " ", where))
+    return units
+
+
+class LineSampler(object):
+    """Draws ``(drawn, label)`` printed lines of ``min_len..max_len`` characters.
+
+    The same interface as :class:`~crnn_multigpu.datasets.words.TextSampler`, so the
+    renderer takes either. The charset must contain the space; lines never start or end
+    with one, nor hold two in a row (an image cannot show them).
+
+    Args:
+      charset: the model's characters (e.g. data/charsets/printable_ascii.txt).
+      min_len, max_len: line length in characters.
+      texts: text files of prose (default: see the module docstring).
+      part: "train", "heldout" or "all" of the prose units.
+      words: word list path for phrases and identifiers (default: the system list; without
+        one, words are taken from the prose).
+      kinds: which of :data:`LINE_MIX` to draw (default all).
+    """
+
+    def __init__(self, charset, min_len=1, max_len=60, texts=None, part="all", words=None,
+                 kinds=None):
+        if " " not in charset:
+            raise ValueError("lines need a charset with the space character; use "
+                             "data/charsets/printable_ascii.txt or add a line holding one space")
+        if not 1 <= min_len <= max_len:
+            raise ValueError("need 1 <= min_len <= max_len, got %d and %d" % (min_len, max_len))
+        unknown = set(kinds or ()) - set(kind for kind, _ in LINE_MIX)
+        if unknown:
+            raise ValueError("unknown line kind(s) %s; choose from %s" % (
+                ", ".join(sorted(unknown)), ", ".join(kind for kind, _ in LINE_MIX)))
+        self.charset, self.min_len, self.max_len = charset, min_len, max_len
+        self.units = load_prose(charset, texts, part)
+        self._prose_words = sorted(set(w for u in self.units for w in re.findall(r"[A-Za-z]{3,}", u)))
+        words = words or default_word_list()
+        writable = lambda word: word if not charset.unknown_chars(word) else None  # noqa: E731
+        self.words = WordList(words, writable, max_len=20) if words else None
+        mix = [(kind, share) for kind, share in LINE_MIX if kind in (kinds or dict(LINE_MIX))]
+        total = sum(share for _, share in mix)
+        self._kinds = [kind for kind, _ in mix]
+        self._kind_cumulative = np.cumsum([share / total for _, share in mix])
+
+    def label_of(self, drawn):
+        """The label of ``drawn``: itself, or None if the charset cannot write it."""
+        return None if self.charset.unknown_chars(drawn) else drawn
+
+    def sample(self, rng):
+        """``(drawn, label)`` of one line (equal: a line charset is case-sensitive)."""
+        kind = self._kinds[min(int(np.searchsorted(self._kind_cumulative, rng.rand())),
+                               len(self._kinds) - 1)]
+        # Documents are mostly long lines; short ones are headings, labels, table cells.
+        if rng.rand() < 0.6:
+            length = rng.randint(max(self.min_len, min(25, self.max_len)), self.max_len + 1)
+        else:
+            length = rng.randint(self.min_len, min(25, self.max_len) + 1)
+        make = getattr(self, "_" + kind)
+        for _ in range(10):
+            line = _fit(_tidy(make(rng, length)), self.max_len)
+            if len(line) >= self.min_len and self.label_of(line) is not None:
+                return line, line
+        line = self._word(rng)[:self.max_len]  # fallback: one word always fits
+        line = (line * self.min_len)[:max(self.min_len, len(line))][:self.max_len]
+        return line, self.label_of(line)
+
+    # ----- kinds of line -----
+
+    def _prose(self, rng, length):
+        """A word-aligned window of a prose unit, sometimes with a token mixed in."""
+        unit = self.units[rng.randint(len(self.units))]
+        words = unit.split(" ")
+        if len(unit) > length:
+            start = rng.randint(len(words))
+            picked = []
+            for word in words[start:]:
+                if len(" ".join(picked + [word])) > length:
+                    break
+                picked.append(word)
+            words = picked or [words[start][:length]]
+        if len(words) > 2 and rng.rand() < 0.25:
+            words[rng.randint(len(words))] = self._token(rng)
+        return " ".join(words)
+
+    def _phrase(self, rng, length):
+        """Dictionary words with commas, a closing stop, sometimes quotes or brackets."""
+        words = []
+        while len(" ".join(words)) < length:
+            word = self._word(rng)
+            style = rng.rand()
+            if style < 0.15:
+                word = word.capitalize()
+            elif style < 0.2:
+                word = word.upper()
+            if rng.rand() < 0.1:
+                word += ","
+            words.append(word)
+        if rng.rand() < 0.3:
+            words[0] = words[0].capitalize()
+            words[-1] += "." if rng.rand() < 0.7 else rng.choice(["?", "!", ":", ";"])
+        if len(words) > 2 and rng.rand() < 0.2:
+            start = rng.randint(len(words) - 1)
+            left, right = [("(", ")"), ('"', '"'), ("'", "'"), ("[", "]")][rng.randint(4)]
+            words[start] = left + words[start]
+            words[start + 1] = words[start + 1] + right
+        return " ".join(words)
+
+    def _code(self, rng, length):
+        """A line of code or configuration."""
+        parts = []
+        while len(" ".join(parts)) < length:
+            parts.append(self._code_piece(rng))
+            if rng.rand() < 0.4:
+                break
+        return " ".join(parts)
+
+    def _numbers(self, rng, length):
+        """Dates, times, amounts, versions, section numbers, with a word or two between."""
+        parts = []
+        while len(" ".join(parts)) < length:
+            parts.append(self._number(rng) if rng.rand() < 0.6 else self._word(rng))
+        return " ".join(parts)
+
+    # ----- tokens -----
+
+    def _word(self, rng):
+        if self.words is not None:
+            return self.words.sample(rng)
+        return self._prose_words[rng.randint(len(self._prose_words))]
+
+    def _identifier(self, rng):
+        words = [self._word(rng).lower() for _ in range(rng.randint(1, 4))]
+        words = [re.sub(r"[^a-z0-9]", "", w) or "x" for w in words]
+        style = rng.rand()
+        if style < 0.45:
+            name = "_".join(words)
+        elif style < 0.65:
+            name = words[0] + "".join(w.capitalize() for w in words[1:])
+        elif style < 0.8:
+            name = ".".join(words)
+        elif style < 0.9:
+            name = "_".join(words).upper()
+        else:
+            name = "".join(w.capitalize() for w in words)
+        if rng.rand() < 0.2:
+            name += str(rng.randint(0, 100))
+        return name
+
+    def _number(self, rng):
+        kind = rng.randint(11)
+        year, month, day = rng.randint(1950, 2040), rng.randint(1, 13), rng.randint(1, 29)
+        if kind == 0:
+            return "%04d-%02d-%02d" % (year, month, day)
+        if kind == 1:
+            return "%s %d, %d" % (_MONTHS[month - 1], day, year)
+        if kind == 2:
+            return "%02d/%02d/%04d" % (day, month, year)
+        if kind == 3:
+            return "%d:%02d" % (rng.randint(0, 24), rng.randint(0, 60))
+        if kind == 4:
+            return "$%s.%02d" % ("{:,}".format(rng.randint(0, 100000)), rng.randint(0, 100))
+        if kind == 5:
+            return "%d%%" % rng.randint(0, 101)
+        if kind == 6:
+            return "v%d.%d.%d" % tuple(rng.randint(0, 20, size=3))
+        if kind == 7:
+            return ".".join(str(n) for n in rng.randint(1, 13, size=rng.randint(1, 4))) + "."
+        if kind == 8:
+            return "0x%X" % rng.randint(0, 2 ** 16)
+        if kind == 9:
+            return "%d-%d" % (rng.randint(1, 100), rng.randint(100, 1000))
+        return str(rng.randint(0, 10 ** rng.randint(1, 7)))
+
+    def _token(self, rng):
+        """A token documents mix into prose: a number, identifier, quoted or bracketed word."""
+        kind = rng.randint(5)
+        if kind == 0:
+            return self._number(rng)
+        if kind == 1:
+            return self._identifier(rng)
+        if kind == 2:
+            return '"%s"' % self._word(rng)
+        if kind == 3:
+            return "(%s)" % self._word(rng)
+        return "%s()" % self._identifier(rng)
+
+    def _code_piece(self, rng):
+        name, other = self._identifier(rng), self._identifier(rng)
+        word = _CODE_WORDS[rng.randint(len(_CODE_WORDS))]
+        number = self._number(rng) if rng.rand() < 0.5 else str(rng.randint(0, 1000))
+        templates = (
+            "%(name)s(%(word)s, %(number)s)", "%(name)s = %(other)s;", "%(name)s ::= %(upper)s",
+            "%(name)s.%(other)s()", "if (%(word)s > %(number)s) {", "return %(name)s;",
+            "#include <%(other)s.h>", "--%(dashed)s=%(number)s", "/usr/share/%(other)s/%(word)s",
+            "%(name)s[%(word)s] += %(number)s", "\"%(word)s\": \"%(other)s\",",
+            "$ %(word)s %(dashed)s", "def %(name)s(%(word)s):", "%(other)s->%(word)s",
+            "<%(word)s>%(name)s</%(word)s>", "{%(word)s: %(number)s}", "%(name)s@%(other)s.org",
+            "%(word)s & ~%(upper)s | %(number)s", "'%(other)s' | `%(word)s`")
+        template = templates[rng.randint(len(templates))]
+        return template % dict(name=name, other=other, word=word, number=number,
+                               upper=name.upper(), dashed=name.replace("_", "-").lower())
+
+
+def _fit(line, max_len):
+    """``line`` cut to ``max_len`` characters, at a space when one is not too far back."""
+    if len(line) <= max_len:
+        return line
+    cut = line.rfind(" ", 0, max_len + 1)
+    return (line[:cut] if cut >= max_len // 2 else line[:max_len]).rstrip()
+
+
+def _tidy(line):
+    """No leading, trailing or doubled spaces: an image cannot show them."""
+    return re.sub(r" {2,}", " ", line).strip()
