@@ -33,6 +33,11 @@ MODEL_SIZES = {"tiny": dict(channels=(8, 16, 32, 32, 32, 32, 32), lstm_units=32)
                "small": CRNN.DEFAULTS, "medium": CRNN.MEDIUM, "paper": CRNN.PAPER}
 
 
+# Windows of 32 batches: nearly uniform widths per batch, while every batch still mixes
+# samples from 1,024 (at batch 32) randomly drawn ones.
+DEFAULT_BUCKET = 32
+
+
 def build_parser():
     parser = ArgumentParser(prog="crnn-train", description=__doc__.splitlines()[0])
     parser.add_argument("--train", required=True, help="training set (folder with labels.txt, or LMDB)")
@@ -44,6 +49,9 @@ def build_parser():
                              "paper (8.2 M, Shi et al. 2015 widths), or tiny (smoke tests)")
     parser.add_argument("--width", type=int_multiple_of(CRNN.DOWNSAMPLE), default=100,
                         help="fixed image width (multiple of 4); 0 = keep aspect ratio, pad per batch")
+    parser.add_argument("--bucket", type=non_negative_int, default=None, metavar="N",
+                        help="with --width 0: sort each window of N batches by image width so "
+                             "batches are not mostly padding (default 32; 0 = off)")
     parser.add_argument("--towers", type=positive_int, default=None,
                         help="towers: first N GPUs; without GPUs, N virtual CPU devices (default: "
                              "all GPUs, or 1 CPU tower)")
@@ -115,7 +123,7 @@ def run_config(args, charset):
     model["channels"] = list(model["channels"])
     return dict(model=model, charset="".join(charset.chars), image_width=args.width or None,
                 batch_size=args.batch_size, lr=args.lr, seed=args.seed, steps=args.steps,
-                augment=args.augment, train=os.path.abspath(args.train))
+                augment=args.augment, bucket=args.bucket, train=os.path.abspath(args.train))
 
 
 def check_run_dir(args, config):
@@ -127,8 +135,9 @@ def check_run_dir(args, config):
                          "or choose another --out" % (args.out, os.path.basename(existing)))
     if args.resume and os.path.exists(os.path.join(args.out, "config.json")):
         previous = load_config(args.out)
-        for key in ("model", "charset", "image_width"):
-            if previous.get(key) != config[key]:
+        # "bucket" changes the data order; runs from before it was recorded did not bucket.
+        for key in ("model", "charset", "image_width", "bucket"):
+            if previous.get(key, 0 if key == "bucket" else None) != config[key]:
                 raise ValueError("--resume: %s of %s differs from this command's (%s vs %s); use the "
                                  "same settings or another --out" % (key, args.out,
                                                                      previous.get(key), config[key]))
@@ -175,6 +184,11 @@ def main_body(argv=None):
     setup_logging(args.verbose)
     args.out = os.path.abspath(args.out)  # cluster servers resolve relative paths their own way
     charset = Charset.from_file(args.charset) if args.charset else Charset.default()
+    if args.bucket and args.width:
+        raise ValueError("--bucket %d sorts batches by image width, which only varies with "
+                         "--width 0; drop --bucket or pass --width 0" % args.bucket)
+    if args.bucket is None:
+        args.bucket = 0 if args.width else DEFAULT_BUCKET
     config = run_config(args, charset)
     time_steps = CRNN.time_steps(args.width) if args.width else None
     train_set = open_dataset(args.train, charset=charset, time_steps=time_steps)
@@ -196,7 +210,8 @@ def main_body(argv=None):
 
     augment = Degrader(args.augment, reference_height=train_set.height) if args.augment else None
     batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config["image_width"],
-                          seed=args.seed, min_batch=len(towers), augment=augment)
+                          seed=args.seed, min_batch=len(towers), augment=augment,
+                          bucket=args.bucket)
     # Feed-free input starts at the step training resumes from: same data order as one run.
     input_fn = make_input_fn(batches, charset, args.batch_size, len(towers),
                              fixed_width=config["image_width"], seed=args.seed,
@@ -217,9 +232,10 @@ def main_body(argv=None):
                           feed={m.training: True for m in wrapper.models}
                           if mode == "dataset" else None)
     sys.stderr.write("training on %d tower(s): %s; %d training images, batch %d, %d steps, "
-                     "input %s, augmentation %s\n"
+                     "input %s, augmentation %s%s\n"
                      % (len(towers), ", ".join(towers), len(train_set), args.batch_size, steps,
-                        mode, "%g" % args.augment if args.augment else "off"))
+                        mode, "%g" % args.augment if args.augment else "off",
+                        ", width buckets of %d batches" % args.bucket if args.bucket else ""))
     with tf.Session(target, config=session_config(n_cpus)) as session:
         final_step = trainer.train(session, min(steps, args.stop_at or steps), resume=args.resume)
         if val_set is not None and final_step >= steps:

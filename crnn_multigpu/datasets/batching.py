@@ -75,15 +75,54 @@ def epoch_order(count, shuffle, seed=0, epoch=0):
     return np.random.RandomState([seed % 2 ** 32, epoch % 2 ** 32]).permutation(count)
 
 
-def batch_indices(count, batch_size, shuffle, seed=0, epoch=0, drop_remainder=False):
-    """Split :func:`epoch_order` into lists of at most ``batch_size`` indices."""
+# A tag word keeps the bucketed batch order's stream apart from the epoch permutation's.
+_BUCKET_STREAM = 0x62756b74
+
+
+def batch_indices(count, batch_size, shuffle, seed=0, epoch=0, drop_remainder=False,
+                  sizes=None, bucket=0):
+    """Split :func:`epoch_order` into lists of at most ``batch_size`` indices.
+
+    Bucketing (``sizes``: one number per index, e.g. image widths; ``bucket`` > 1): each
+    window of ``bucket`` batches of the epoch's order is sorted by size before it is cut,
+    so a batch holds images of similar widths and little padding; then the batches are
+    shuffled (with ``shuffle``), so wide and narrow batches alternate. Still a pure
+    function of ``(seed, epoch)``, and every index is visited once per epoch.
+    """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1, got %d" % batch_size)
-    order = [int(i) for i in epoch_order(count, shuffle, seed, epoch)]
-    batches = [order[start:start + batch_size] for start in range(0, count, batch_size)]
+    order = np.asarray(epoch_order(count, shuffle, seed, epoch))
+    if drop_remainder:
+        order = order[:count - count % batch_size]
+    if sizes is not None and bucket > 1:
+        sizes = np.asarray(sizes)
+        if len(sizes) != count:
+            raise ValueError("bucketing needs one size per sample: %d sizes for %d samples"
+                             % (len(sizes), count))
+        window = batch_size * bucket
+        order = np.concatenate([chunk[np.argsort(sizes[chunk], kind="stable")]
+                                for chunk in (order[start:start + window]
+                                              for start in range(0, len(order), window))]
+                               or [order])
+    order = [int(i) for i in order]
+    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
     if drop_remainder and batches and len(batches[-1]) < batch_size:
         batches.pop()
+    if sizes is not None and bucket > 1 and shuffle:
+        permutation = np.random.RandomState([seed % 2 ** 32, epoch % 2 ** 32,
+                                             _BUCKET_STREAM]).permutation(len(batches))
+        batches = [batches[i] for i in permutation]
     return batches
+
+
+def width_keys(dataset):
+    """What bucketing sorts a dataset by: ``dataset.width_keys()`` (image widths at the
+    model's height, or label lengths where widths are unknown until an image is read)."""
+    if not hasattr(dataset, "width_keys"):
+        raise ValueError("bucketing needs a dataset that knows its image widths or label "
+                         "lengths (folder, LMDB, synthetic); this one (%s) does not"
+                         % type(dataset).__name__)
+    return np.asarray(dataset.width_keys(), dtype=np.float64)
 
 
 class BatchLoader(object):

@@ -15,7 +15,7 @@ import sys
 import time
 
 from crnn_multigpu.charset import describe_rejections, filter_labels
-from crnn_multigpu.datasets.images import load_image
+from crnn_multigpu.datasets.images import load_image, scaled_width
 
 LOG = logging.getLogger(__name__)
 LABELS_FILE = "labels.txt"
@@ -124,6 +124,10 @@ class LabelledImageDataset(object):
             raise IndexError("sample %d out of range for %d samples" % (index, len(self)))
         return self._read(index, degrade), self.texts[index]
 
+    def width_keys(self):
+        """Label lengths, one per sample: the bucketing key where widths are unknown."""
+        return [len(text) for text in self.texts]
+
     def _read(self, index, degrade=None):
         raise NotImplementedError
 
@@ -164,6 +168,19 @@ class FolderDataset(LabelledImageDataset):
 
     def describe(self, index):
         return self.image_path(index)
+
+    def width_keys(self):
+        """Image widths at the dataset's height, from the files' headers (no pixel decoding);
+        label lengths stand in for files whose header cannot be read."""
+        from PIL import Image
+        keys = []
+        for index, text in enumerate(self.texts):
+            try:
+                with Image.open(self.image_path(index)) as image:
+                    keys.append(scaled_width(image.size[0], image.size[1], self.height))
+            except (OSError, ValueError, SyntaxError):
+                keys.append(len(text) * self.height // 2)
+        return keys
 
     def _read(self, index, degrade=None):
         return load_image(self.image_path(index), self.height, degrade)

@@ -41,9 +41,7 @@ class SafeStepBatches(StepBatches):
     def _epoch_batches(self, epoch):
         with self._lock:
             if epoch not in self._orders:
-                self._orders[epoch] = list(batch_indices(
-                    len(self.dataset), self.batch_size, True, self.seed, epoch,
-                    drop_remainder=True))
+                self._orders[epoch] = self.epoch_order(epoch)
                 while len(self._orders) > 2:
                     self._orders.popitem(last=False)
             return self._orders[epoch]
@@ -132,8 +130,10 @@ def step_source(source, charset, batch_size, n_towers, fixed_width=100, seed=0):
         if isinstance(source, SafeStepBatches):
             return source, True
         safe = SafeStepBatches(source.dataset, source.charset, source.batch_size,
-                               source.fixed_width, source.seed, source.min_batch, source.augment)
+                               source.fixed_width, source.seed, source.min_batch, source.augment,
+                               source.bucket)
         safe.skipped, safe.too_long = source.skipped, source.too_long  # the caller's counters
+        safe._sizes = source._sizes  # widths already read, if any
         return safe, True
     if hasattr(source, "__len__") and (hasattr(source, "safe_get") or
                                        hasattr(source, "__getitem__")):

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from crnn_multigpu.datasets.batching import batch_indices, make_batch
+from crnn_multigpu.datasets.batching import batch_indices, make_batch, width_keys
 
 LOG = logging.getLogger(__name__)
 # A tag word keeps augmentation streams apart from other [seed, ...] streams (the renderer's).
@@ -27,12 +27,16 @@ class StepBatches(object):
     sample's raw image is degraded inside ``dataset.safe_get(index, degrade)`` with a
     RandomState seeded by (seed, step, slot in the batch), so batches stay a pure function
     of the step.
+
+    ``bucket``: with varying widths (no ``fixed_width``), sort each window of ``bucket``
+    batches by image width (see ``batch_indices``) so batches are not mostly padding;
+    0 or 1 = off. The widths are read once, when the first batch is asked for.
     """
 
     time_step_width = 4  # pixels per CTC time step of the CRNN conv stack
 
     def __init__(self, dataset, charset, batch_size, fixed_width=None, seed=0, min_batch=1,
-                 augment=None):
+                 augment=None, bucket=0):
         if len(dataset) < batch_size:
             raise ValueError("the training set has %d usable samples, fewer than one batch of %d; "
                              "generate more data or lower --batch-size" % (len(dataset), batch_size))
@@ -42,15 +46,23 @@ class StepBatches(object):
         self.dataset, self.charset = dataset, charset
         self.batch_size, self.fixed_width, self.seed = batch_size, fixed_width, seed
         self.min_batch, self.augment = min_batch, augment
+        self.bucket = bucket if bucket > 1 and not fixed_width else 0
+        self._sizes = None
         self.batches_per_epoch = len(dataset) // batch_size
         self.skipped, self.too_long = set(), set()
         self._cache = (None, None)
         self._thread_state = threading.local()
 
+    def epoch_order(self, epoch):
+        """The batches (lists of indices) of ``epoch``: a pure function of (seed, epoch)."""
+        if self.bucket and self._sizes is None:
+            self._sizes = width_keys(self.dataset)
+        return batch_indices(len(self.dataset), self.batch_size, True, self.seed, epoch,
+                             drop_remainder=True, sizes=self._sizes, bucket=self.bucket)
+
     def _epoch_batches(self, epoch):
         if self._cache[0] != epoch:
-            self._cache = (epoch, list(batch_indices(len(self.dataset), self.batch_size, True,
-                                                     self.seed, epoch, drop_remainder=True)))
+            self._cache = (epoch, self.epoch_order(epoch))
         return self._cache[1]
 
     def __call__(self, step):

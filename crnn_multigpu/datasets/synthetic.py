@@ -452,6 +452,16 @@ class SyntheticDataset(object):
         image, text = self.generator.sample(self.start + index)
         return load_image(image, self.height, degrade), text
 
+    def width_keys(self):
+        """Label lengths, drawn without rendering: a sample's text is the first thing its
+        seeded RandomState draws."""
+        rng = np.random.RandomState()
+        keys = []
+        for index in range(self.start, self.start + self.size):
+            rng.seed(_seed_words(self.generator.seed, index))
+            keys.append(len(self.generator.random_text(rng)[1]))
+        return keys
+
 
 def make_generator(charset, fonts, lines=False, text_files=None, text_part="all", min_len=None,
                    max_len=None, words=None, kinds=None, **settings):
