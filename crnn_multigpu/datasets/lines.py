@@ -108,7 +108,8 @@ def load_prose(charset, paths=None, part="all"):
     for kind, path in sources:
         for unit in prose_units(_to_ascii(_source_text(kind, path))):
             unit = re.sub(r"\s+", " ", unit)
-            if unit in seen or charset.unknown_chars(unit):
+            # Rulers ("-----") and other runs of punctuation are not text.
+            if unit in seen or charset.unknown_chars(unit) or not re.search(r"[A-Za-z0-9]", unit):
                 continue
             seen.add(unit)
             held = zlib.crc32(unit.encode("utf-8")) % HELDOUT_EVERY == 0
