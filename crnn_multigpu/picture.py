@@ -8,7 +8,8 @@ ROW_HEIGHT = 44
 TEXT_WIDTH = 260
 
 
-def _label_font(size=18):
+def label_font(size=18):
+    """A monospaced system font for captions (Pillow's bitmap font if none is found)."""
     from PIL import ImageFont
     try:
         fonts = [f for f in find_fonts() if "Mono" in f] or find_fonts()
@@ -28,7 +29,7 @@ def prediction_grid(arrays, predictions, truths=None, path="predictions.png", ma
     image_width = max([a.shape[1] for a, _, _ in rows] + [1])
     canvas = Image.new("RGB", (image_width * 2 + TEXT_WIDTH + 24, ROW_HEIGHT * max(len(rows), 1)),
                        "white")
-    draw, font = ImageDraw.Draw(canvas), _label_font()
+    draw, font = ImageDraw.Draw(canvas), label_font()
     for row, (array, predicted, truth) in enumerate(rows):
         # Shown dark on light, as people read it, at twice the model's scale.
         pixels = (255 * (1.0 - np.clip(array, 0, 1))).astype(np.uint8)

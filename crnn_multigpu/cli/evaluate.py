@@ -57,21 +57,27 @@ def lexicon_decoder(args, words, charset):
                           name="lexicon %s" % args.lexicon)
 
 
-# The word model shipped in the repository (models/README.md says how it was trained).
-SHIPPED_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "models", "words")
+# The models shipped in the repository (their README.md says how they were trained).
+MODELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "models")
+SHIPPED_MODEL = os.path.join(MODELS_DIR, "words")
+SHIPPED_LINE_MODEL = os.path.join(MODELS_DIR, "lines")
 
 
-def resolve_run(path):
+def resolve_run(path, shipped=SHIPPED_MODEL):
     """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder.
 
-    ``None`` means the shipped word model.
+    ``None`` means the shipped model ``shipped`` (the word model unless told otherwise).
     """
     if path is None:
-        if not os.path.isfile(os.path.join(SHIPPED_MODEL, "config.json")):
-            raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
-                                    "%s; pass the --out folder of crnn-train" % SHIPPED_MODEL)
-        return SHIPPED_MODEL, None
+        if os.path.isfile(os.path.join(shipped, "config.json")):
+            return shipped, None
+        if shipped == SHIPPED_LINE_MODEL:
+            raise FileNotFoundError("no --checkpoint given and no line model is shipped yet (%s "
+                                    "has no config.json): train one with `make train-lines` and "
+                                    "pass --checkpoint runs/lines/run" % shipped)
+        raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
+                                "%s; pass the --out folder of crnn-train" % shipped)
     if os.path.isdir(path):
         return path, None
     if not glob.glob(glob.escape(path) + ".*"):

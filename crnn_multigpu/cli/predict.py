@@ -1,23 +1,71 @@
-"""crnn-predict: recognise text in image files; one line per image, path<TAB>text."""
+"""crnn-predict: recognise text in image files; one line per image, path<TAB>text.
+
+``--lines``: the images are whole printed lines (the shipped line model reads them).
+``--page``: the images are clean printed pages: their lines are found (crnn_multigpu.page),
+read, and each page's text printed one line per line, pages separated by a form feed.
+"""
+import os
 import sys
 
 from crnn_multigpu.cli.common import ArgumentParser, non_negative_int, run_main, setup_logging
-from crnn_multigpu.cli.evaluate import (add_lexicon_arguments, lexicon_decoder, lexicon_words,
-                                        resolve_run)
+from crnn_multigpu.cli.evaluate import (SHIPPED_LINE_MODEL, SHIPPED_MODEL, add_lexicon_arguments,
+                                        lexicon_decoder, lexicon_words, resolve_run)
 
 
 def build_parser():
     parser = ArgumentParser(prog="crnn-predict", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", help="run directory of crnn-train (default: the shipped "
-                                             "word model, models/words)")
+                                             "word model, models/words; with --lines or --page "
+                                             "the shipped line model, models/lines)")
     parser.add_argument("images", nargs="+", help="image files, any size and mode")
+    parser.add_argument("--lines", action="store_true",
+                        help="the images are whole printed lines (case, spaces, punctuation)")
+    parser.add_argument("--page", action="store_true",
+                        help="the images are clean printed pages: find their lines and print "
+                             "each page's text, one line per line (no columns, skew or photos)")
     parser.add_argument("--beam-width", type=non_negative_int,
                         default=0, help="0: greedy; >1: CTC beam search")
-    parser.add_argument("--picture", help="write a PNG grid of the inputs with their predictions")
+    parser.add_argument("--picture", help="write a PNG grid of the inputs with their predictions "
+                                          "(--page: the page with its line boxes and text)")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
     add_lexicon_arguments(parser)
     parser.add_argument("--verbose", action="store_true")
     return parser
+
+
+def read_page(recognizer, path, picture=None):
+    """The text of the page image at ``path``, one line per text line (see crnn_multigpu.page)."""
+    from PIL import Image
+
+    from crnn_multigpu.datasets import load_image
+    from crnn_multigpu.page import crop_line, draw_lines, find_lines, page_text
+    try:
+        with Image.open(path) as opened:
+            image = opened.convert("L")
+    except (OSError, ValueError) as error:
+        raise ValueError("cannot read page %s: %s" % (path, error))
+    boxes = find_lines(image)
+    arrays = [load_image(crop_line(image, box), recognizer.model.height) for box in boxes]
+    # Lines of similar width share a batch: less padding, same results.
+    order = sorted(range(len(arrays)), key=lambda i: arrays[i].shape[1])
+    texts = [""] * len(arrays)
+    if arrays:
+        read = recognizer.recognize_arrays([arrays[i] for i in order])[0]
+        for index, text in zip(order, read):
+            texts[index] = text
+    if picture:
+        from crnn_multigpu.picture import label_font
+        draw_lines(image, boxes, texts, picture, font=label_font(14))
+        sys.stderr.write("wrote %s\n" % picture)
+    return page_text(boxes, texts)
+
+
+def picture_path(picture, index, count):
+    """``picture`` for one page; ``name-2.png`` for page 2 of several."""
+    if count == 1:
+        return picture
+    stem, extension = os.path.splitext(picture)
+    return "%s-%d%s" % (stem, index + 1, extension or ".png")
 
 
 def main_body(argv=None):
@@ -26,9 +74,16 @@ def main_body(argv=None):
     words = lexicon_words(args)
     from crnn_multigpu.datasets import load_image
     from crnn_multigpu.inference import Recognizer
-    run_dir, checkpoint = resolve_run(args.checkpoint)
+    shipped = SHIPPED_LINE_MODEL if args.lines or args.page else SHIPPED_MODEL
+    run_dir, checkpoint = resolve_run(args.checkpoint, shipped)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
+    if args.page:
+        for index, path in enumerate(args.images):
+            picture = picture_path(args.picture, index, len(args.images)) if args.picture else None
+            text = read_page(recognizer, path, picture)
+            sys.stdout.write(("\f" if index else "") + text + "\n")
+        return 0
     readable, arrays, failed = [], [], 0
     for path in args.images:
         try:

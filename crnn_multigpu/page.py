@@ -1,0 +1,187 @@
+"""Finding the text lines of a clean printed page, in reading order (no TensorFlow here).
+
+:func:`find_lines` works on projection profiles of the page's ink:
+
+1. ink: pixels darker than an Otsu threshold between paper and print (light print on a
+   dark page is inverted first);
+2. rows: runs of rows holding ink are line bands; a thin band very close to a neighbour
+   (the dots of a line of "i"s, an underscore) joins it; a thin isolated one is a rule
+   (dropped) when its ink is one solid stroke, else a line of dots or dashes (kept, boxed
+   at the typical line height); a band much taller than the typical line is split at its emptiest row
+   when it has one (two lines whose descenders and ascenders touch);
+3. columns: within a band, ink columns separated by more than 1.5 band heights are
+   separate pieces (a page number at the far right, table cells); each piece is boxed
+   tightly around its ink.
+
+What it cannot do, by design: multi-column pages are read across the columns (each row
+band is one line of text, its pieces joined left to right); skewed or rotated pages
+(more than about half a degree over a full-width line) merge neighbouring lines; photos
+of pages, uneven lighting, noise and speckles, handwriting, text over pictures or
+coloured backgrounds, and vertical text are out of scope. Figures and large headings are
+kept as lines and read as well as the model can.
+"""
+import collections
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+LineBox = collections.namedtuple("LineBox", ["left", "top", "right", "bottom", "row"])
+LineBox.__doc__ = """A piece of a text line: pixel box (right/bottom exclusive) and the index
+of its row band on the page (pieces of one row form one line of text)."""
+
+# Thresholds in units of the typical line height (the median band height).
+THIN_BAND = 0.45        # bands thinner than this are dots, underscores, dashes or rules
+JOIN_GAP = 0.25         # ... and join a neighbour at most this far away (i-dots: 1-2 px)
+TALL_BAND = 1.7         # bands taller than this may be two touching lines
+COLUMN_GAP = 1.5        # in band heights: wider gaps separate pieces of a row
+
+
+def ink_mask(image):
+    """Boolean ink mask of a page (any PIL mode or a 2-D array), print darker than paper."""
+    if isinstance(image, Image.Image):
+        pixels = np.asarray(image.convert("L"), dtype=np.float32) / 255.0
+    else:
+        pixels = np.asarray(image, dtype=np.float32)
+        pixels = pixels / 255.0 if pixels.max() > 1.0 else pixels
+    if pixels.ndim != 2 or min(pixels.shape) < 2:
+        raise ValueError("a page must be a 2-D image of at least 2 x 2 pixels, got shape %s"
+                         % (pixels.shape,))
+    if np.median(pixels) < 0.5:  # light print on a dark page
+        pixels = 1.0 - pixels
+    return pixels < otsu_threshold(pixels)
+
+
+def otsu_threshold(pixels, bins=64):
+    """The grey level that best separates two classes of ``pixels`` in [0, 1] (Otsu 1979)."""
+    counts, edges = np.histogram(pixels, bins=bins, range=(0.0, 1.0))
+    centres = (edges[:-1] + edges[1:]) / 2.0
+    weight = np.cumsum(counts).astype(np.float64)
+    total = weight[-1]
+    if total == 0 or weight[0] == total:
+        return 0.5
+    mean = np.cumsum(counts * centres)
+    below, above = weight[:-1], total - weight[:-1]
+    valid = (below > 0) & (above > 0)
+    between = np.zeros_like(below)
+    mean_below = mean[:-1][valid] / below[valid]
+    mean_above = (mean[-1] - mean[:-1][valid]) / above[valid]
+    between[valid] = below[valid] * above[valid] * (mean_below - mean_above) ** 2
+    return float(edges[1:-1][int(np.argmax(between))]) if valid.any() else 0.5
+
+
+def _runs(mask):
+    """(start, end) of each run of True in a 1-D mask, end exclusive."""
+    steps = np.diff(np.concatenate([[0], np.asarray(mask, dtype=np.int8), [0]]))
+    return list(zip(np.where(steps == 1)[0].tolist(), np.where(steps == -1)[0].tolist()))
+
+
+def _bands(ink):
+    """Row bands of text: (top, bottom) pairs, bottom exclusive, top to bottom."""
+    profile = ink.sum(axis=1)
+    bands = _runs(profile > 0)
+    if not bands:
+        return []
+    typical = float(np.median([b - a for a, b in bands if b - a >= 4] or
+                              [b - a for a, b in bands]))
+    bands = _join_thin_bands(bands, typical, ink)
+    split = []
+    for top, bottom in bands:
+        split.extend(_split_tall_band(profile, top, bottom, typical))
+    return split
+
+
+def _join_thin_bands(bands, typical, ink):
+    joined = []
+    for top, bottom in bands:
+        if joined and (bottom - top < THIN_BAND * typical or
+                       joined[-1][1] - joined[-1][0] < THIN_BAND * typical) and \
+                top - joined[-1][1] <= JOIN_GAP * typical and \
+                bottom - joined[-1][0] <= TALL_BAND * typical:
+            joined[-1] = (joined[-1][0], bottom)
+        else:
+            joined.append((top, bottom))
+    kept = []
+    for top, bottom in joined:
+        if bottom - top >= THIN_BAND * typical:
+            kept.append((top, bottom))
+        elif len(_runs(ink[top:bottom].any(axis=0))) >= 3:  # "...", "-----": text, not a rule
+            middle, half = (top + bottom) // 2, int(round(typical / 2.0))
+            kept.append((max(0, middle - half), min(ink.shape[0], middle + half)))
+    return kept
+
+
+def _split_tall_band(profile, top, bottom, typical):
+    """Split a band taller than TALL_BAND lines at its emptiest row, if that row is nearly empty."""
+    if bottom - top <= TALL_BAND * typical:
+        return [(top, bottom)]
+    margin = int(0.3 * typical)
+    inner = profile[top + margin:bottom - margin]
+    if inner.size == 0:
+        return [(top, bottom)]
+    cut = top + margin + int(np.argmin(inner))
+    if profile[cut] > 0.1 * profile[top:bottom].max():
+        return [(top, bottom)]  # no gap between lines: a figure or a big heading
+    return (_split_tall_band(profile, top, cut, typical) +
+            _split_tall_band(profile, cut + 1, bottom, typical))
+
+
+def find_lines(image):
+    """The text line pieces of a clean printed page as :class:`LineBox` es, in reading order
+    (rows top to bottom, pieces of a row left to right). See the module docstring for what
+    this cannot do."""
+    ink = ink_mask(image)
+    boxes = []
+    for row, (top, bottom) in enumerate(_bands(ink)):
+        band = ink[top:bottom]
+        columns = _runs(band.sum(axis=0) > 0)
+        pieces, gap = [], COLUMN_GAP * (bottom - top)
+        for start, end in columns:
+            if pieces and start - pieces[-1][1] <= gap:
+                pieces[-1] = (pieces[-1][0], end)
+            else:
+                pieces.append((start, end))
+        for left, right in pieces:
+            if band[:, left:right].sum() < 4:
+                continue  # a speck
+            rows = np.where(band[:, left:right].any(axis=1))[0]
+            upper, lower = top + int(rows[0]), top + int(rows[-1]) + 1
+            if lower - upper < THIN_BAND * (bottom - top):  # dots or dashes: a line's height
+                upper, lower = top, bottom
+            boxes.append(LineBox(left, upper, right, lower, row))
+    # Row numbers count kept rows only, so text lines follow one another without holes.
+    renumber = dict((row, index) for index, row in enumerate(sorted(set(b.row for b in boxes))))
+    return [box._replace(row=renumber[box.row]) for box in boxes]
+
+
+def crop_line(image, box, margin=0.15):
+    """The piece ``box`` of the page with a margin of ``margin`` line heights around its ink,
+    as the recogniser's training crops have."""
+    height = box.bottom - box.top
+    pad_x, pad_y = int(round(margin * 1.5 * height)) + 1, int(round(margin * height)) + 1
+    width_limit, height_limit = image.size
+    return image.crop((max(0, box.left - pad_x), max(0, box.top - pad_y),
+                       min(width_limit, box.right + pad_x), min(height_limit, box.bottom + pad_y)))
+
+
+def page_text(boxes, texts, keep_empty=False):
+    """The page's text, one line per row: pieces of a row joined by a space. Rows where
+    nothing was read are left out, unless ``keep_empty`` (then line i is row i)."""
+    rows = collections.OrderedDict((row, []) for row in sorted(set(b.row for b in boxes)))
+    for box, text in sorted(zip(boxes, texts), key=lambda pair: (pair[0].row, pair[0].left)):
+        if text:
+            rows[box.row].append(text)
+    return "\n".join(" ".join(pieces) for pieces in rows.values() if pieces or keep_empty)
+
+
+def draw_lines(image, boxes, texts, path, font=None):
+    """Write a PNG: the page with its line boxes, beside the text read at each line's height."""
+    page = image.convert("RGB")
+    width, height = page.size
+    canvas = Image.new("RGB", (2 * width, height), "white")
+    canvas.paste(page, (0, 0))
+    draw = ImageDraw.Draw(canvas)
+    for box, text in zip(boxes, texts):
+        draw.rectangle((box.left, box.top, box.right - 1, box.bottom - 1), outline=(220, 0, 0))
+        draw.text((width + 8 + box.left // 2, box.top), text, fill=(0, 0, 160), font=font)
+    canvas.save(path)
+    return path

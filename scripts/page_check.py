@@ -1,0 +1,159 @@
+"""Check crnn_multigpu.page.find_lines (and optionally a line model) on real PDF pages.
+
+Usage::
+
+    python scripts/page_check.py /usr/share/doc/simh/simh_doc.pdf --pages 3-5
+    python scripts/page_check.py DOC.pdf --pages 2 --checkpoint runs/lines/run --picture p.png
+
+Each page is rasterised with poppler (``pdftoppm -gray -r DPI``); the truth is poppler's
+own text layer (``pdftotext -bbox-layout``: word boxes in PDF points, scaled by dpi/72),
+its lines joined into rows (see ``truth_rows``). A row is found exactly when all its words'
+centres lie in boxes of one found row and no other row's words do. Prints per page and in
+total: rows, rows found, rows found exactly, words inside a box; with ``--checkpoint`` (a line
+model's run folder) also CER and exact-row accuracy of the text read on the rows found
+exactly, against poppler's words joined by single spaces. The two PDFs the project reserves are refused. Needs poppler-utils.
+"""
+import argparse
+import html
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from PIL import Image
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from crnn_multigpu.page import crop_line, draw_lines, find_lines, page_text  # noqa: E402
+from pdf_words import RESERVED_PDFS  # noqa: E402
+
+LINE_RE = re.compile(r'<line xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" '
+                     r'yMax="([-\d.]+)">(.*?)</line>', re.S)
+WORD_RE = re.compile(r'<word xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" '
+                     r'yMax="([-\d.]+)">(.*?)</word>', re.S)
+
+
+def page_numbers(text):
+    """"3-5" or "2" or "1,4" -> [3, 4, 5] etc."""
+    numbers = []
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        numbers.extend(range(int(first), int(last or first) + 1))
+    return numbers
+
+
+def truth_rows(pdf, page, dpi):
+    """Rows of poppler's text layer on ``page``: lists of words ``(x, y, text)`` (centres in
+    pixels at ``dpi``), left to right, rows top to bottom. Poppler's lines are joined into
+    one row when their vertical extents overlap by half the smaller one (poppler splits a
+    row at font changes and wide spaces; the page reader reads a row as one line)."""
+    layout = subprocess.run(["pdftotext", "-bbox-layout", "-f", str(page), "-l", str(page),
+                             pdf, "-"], check=True, stdout=subprocess.PIPE).stdout.decode("utf-8")
+    scale, rows = dpi / 72.0, []
+    for line in LINE_RE.finditer(layout):
+        top, bottom = float(line.group(2)) * scale, float(line.group(4)) * scale
+        words = [((float(w.group(1)) + float(w.group(3))) * scale / 2,
+                  (float(w.group(2)) + float(w.group(4))) * scale / 2, html.unescape(w.group(5)))
+                 for w in WORD_RE.finditer(line.group(5)) if w.group(5).strip()]
+        if not words:
+            continue
+        for row in rows:
+            shared = min(bottom, row["bottom"]) - max(top, row["top"])
+            if shared >= 0.5 * min(bottom - top, row["bottom"] - row["top"]):
+                row["words"].extend(words)
+                row["top"], row["bottom"] = min(top, row["top"]), max(bottom, row["bottom"])
+                break
+        else:
+            rows.append(dict(top=top, bottom=bottom, words=words))
+    rows.sort(key=lambda row: row["top"])
+    return [sorted(row["words"]) for row in rows]
+
+
+def found_row_of(boxes, x, y):
+    """The row of the found box holding the point, or None."""
+    for box in boxes:
+        if box.left <= x < box.right and box.top <= y < box.bottom:
+            return box.row
+    return None
+
+
+def compare_rows(boxes, rows):
+    """(words covered, words, rows found exactly, {truth row: found row}) of one page.
+
+    A truth row is found exactly when all its words lie in boxes of one found row and no
+    word of another truth row lies in that found row.
+    """
+    owner = [[found_row_of(boxes, x, y) for x, y, _ in row] for row in rows]
+    covered = sum(r is not None for rows_of in owner for r in rows_of)
+    truth_rows_in = {}
+    for index, rows_of in enumerate(owner):
+        for found in rows_of:
+            truth_rows_in.setdefault(found, set()).add(index)
+    exact = {}
+    for index, rows_of in enumerate(owner):
+        if len(set(rows_of)) == 1 and rows_of[0] is not None and \
+                truth_rows_in[rows_of[0]] == {index}:
+            exact[index] = rows_of[0]
+    return covered, sum(len(row) for row in rows), exact
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pdf")
+    parser.add_argument("--pages", default="1", help="e.g. 3 or 2-5 or 1,4")
+    parser.add_argument("--dpi", type=int, default=110)
+    parser.add_argument("--checkpoint", help="a line model's run folder: also read the lines")
+    parser.add_argument("--picture", help="PNG of the last page's boxes (and text)")
+    args = parser.parse_args(argv)
+    if os.path.basename(args.pdf) in RESERVED_PDFS:
+        sys.exit("error: %s is reserved for the project's independent checks; use another PDF"
+                 % os.path.basename(args.pdf))
+    recognizer = None
+    if args.checkpoint:
+        from crnn_multigpu.datasets import load_image
+        from crnn_multigpu.inference import Recognizer
+        from crnn_multigpu.metrics import text_metrics
+        recognizer = Recognizer(args.checkpoint)
+    totals = dict(words=0, covered=0, rows=0, exact=0, found=0)
+    predictions, references = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        for page in page_numbers(args.pages):
+            prefix = os.path.join(scratch, "page")
+            subprocess.run(["pdftoppm", "-gray", "-r", str(args.dpi), "-png", "-singlefile",
+                            "-f", str(page), "-l", str(page), args.pdf, prefix], check=True)
+            image = Image.open(prefix + ".png").convert("L")
+            rows, boxes = truth_rows(args.pdf, page, args.dpi), find_lines(image)
+            covered, words, exact = compare_rows(boxes, rows)
+            found_rows = len(set(box.row for box in boxes))
+            for key, value in (("words", words), ("covered", covered), ("rows", len(rows)),
+                               ("exact", len(exact)), ("found", found_rows)):
+                totals[key] += value
+            print("page %d: %d text-layer rows, %d rows found, %d found exactly; %d of %d "
+                  "words inside a box" % (page, len(rows), found_rows, len(exact), covered, words))
+            texts = [""] * len(boxes)
+            if recognizer is not None and boxes:
+                arrays = [load_image(crop_line(image, box), recognizer.model.height)
+                          for box in boxes]
+                texts = recognizer.recognize_arrays(arrays)[0]
+                lines = page_text(boxes, texts, keep_empty=True).split("\n")
+                for truth_index, found_row in exact.items():
+                    predictions.append(lines[found_row])
+                    references.append(" ".join(text for _, _, text in rows[truth_index]))
+            if args.picture:
+                draw_lines(image, boxes, texts, args.picture)
+    print("total: %d text-layer rows, %d found, %d found exactly (%.1f %%); %.1f %% of %d "
+          "words inside a box" % (totals["rows"], totals["found"], totals["exact"],
+                                  100.0 * totals["exact"] / max(1, totals["rows"]),
+                                  100.0 * totals["covered"] / max(1, totals["words"]),
+                                  totals["words"]))
+    if recognizer is not None and references:
+        figures = text_metrics(predictions, references)
+        print("reading the rows found exactly: CER %.4f, rows exactly right %.4f (n=%d)"
+              % (figures["cer"], figures["word_accuracy"], figures["n"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
