@@ -1,0 +1,115 @@
+"""Finding the lines of a printed page: a page rendered from known text, boxes against truth."""
+import os
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from crnn_multigpu.cli import predict
+from crnn_multigpu.cli.evaluate import SHIPPED_LINE_MODEL, SHIPPED_MODEL
+from crnn_multigpu.datasets.fonts import load_font
+from crnn_multigpu.page import LineBox, crop_line, find_lines, ink_mask, page_text
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu/"
+# (text, font file, size, x) of each line; None: a paragraph break. At 110 dpi, 10 pt is 15 px.
+PAGE = [
+    ("1.2. What is this spec?", "DejaVuSans-Bold.ttf", 22, 90),
+    ("Attributes", "DejaVuSerif-Bold.ttf", 18, 90),
+    None,
+    ("Version ::= INTEGER  -- the asn1_der_decoding_element() call", "DejaVuSansMono.ttf", 14, 110),
+    ("Most people who run OCR on their own material have pages:", "DejaVuSerif.ttf", 15, 90),
+    ("whole lines with capitals, spaces, punctuation and numbers", "DejaVuSerif.ttf", 15, 90),
+    ("minimum union", "DejaVuSerif.ttf", 15, 90),  # no ascenders: i-dots float above
+    None,
+    ("......", "DejaVuSerif.ttf", 15, 90),  # a line of dots is text, unlike a rule
+    ("Chapter 3", "DejaVuSerif-Italic.ttf", 15, 90),
+]
+RIGHT_PIECE = ("page 17", "DejaVuSerif.ttf", 15)  # on the last row, at the right margin
+
+
+def render_page():
+    """A 935 x 1210 page (A4-ish at 110 dpi) and the exact ink box of every line piece."""
+    page = Image.new("L", (935, 1210), 255)
+    draw = ImageDraw.Draw(page)
+    truth, y = [], 100
+    for entry in PAGE:
+        if entry is None:
+            y += 14
+            continue
+        text, name, size, x = entry
+        truth.append((text, ink_box(page.size, (x, y), text, load_font(DEJAVU + name, size))))
+        draw.text((x, y), text, fill=20, font=load_font(DEJAVU + name, size))
+        y += int(size * 1.45)
+    text, name, size = RIGHT_PIECE
+    font = load_font(DEJAVU + name, size)
+    at = (935 - 90 - int(font.getlength(text)), y - int(15 * 1.45))
+    truth.append((text, ink_box(page.size, at, text, font)))
+    draw.text(at, text, fill=20, font=font)
+    draw.line((90, y + 20, 845, y + 20), fill=0, width=1)  # a rule under the text: not a line
+    return page, truth
+
+
+def ink_box(size, at, text, font):
+    alone = Image.new("L", size, 0)
+    ImageDraw.Draw(alone).text(at, text, fill=255, font=font)
+    return alone.getbbox()
+
+
+def test_found_boxes_are_the_lines_ink_boxes():
+    page, truth = render_page()
+    boxes = find_lines(page)
+    assert len(boxes) == len(truth)
+    rows = sorted(set(box.row for box in boxes))
+    assert rows == list(range(len(truth) - 1))  # the right-hand piece shares the last row
+    for box, (text, (left, top, right, bottom)) in zip(boxes, truth):
+        if text == "......":  # dots are boxed at a line's height, around their ink
+            assert abs(box.left - left) <= 1 and abs(box.right - right) <= 1
+            assert box.top <= top and box.bottom >= bottom and box.bottom - box.top >= 12
+            continue
+        # Exact up to the faintest anti-aliased edge pixels.
+        assert np.abs(np.subtract(box[:4], (left, top, right, bottom))).max() <= 1, text
+    assert boxes[-1].row == boxes[-2].row and boxes[-1].left > boxes[-2].right
+    # The page's text: one line per row, pieces of a row joined by a space.
+    texts = [text for text, _ in truth]
+    assert page_text(boxes, texts).split("\n") == texts[:-2] + ["Chapter 3 page 17"]
+
+
+def test_light_print_on_dark_paper_and_crops():
+    page, truth = render_page()
+    inverted = Image.fromarray(255 - np.asarray(page))
+    assert find_lines(inverted) == find_lines(page)
+    box = find_lines(page)[3]
+    crop = crop_line(page, box)
+    assert crop.size[1] > box.bottom - box.top and crop.size[0] > box.right - box.left
+    assert find_lines(Image.new("L", (50, 50), 255)) == []
+    with pytest.raises(ValueError, match="2-D image"):
+        ink_mask(np.zeros((1, 5)))
+    assert ink_mask(np.ones((4, 4))).sum() == 0
+
+
+def test_predict_page_prints_one_line_per_row(tmp_path, capsys):
+    page, truth = render_page()
+    path = str(tmp_path / "page.png")
+    page.save(path)
+    picture = str(tmp_path / "boxes.png")
+    # The word model (fixed width 100, 0-9a-z) reads single words; whole lines are for a
+    # line model. What is tested is the page's shape, and that a word line is read.
+    assert predict.main(["--page", "--checkpoint", SHIPPED_MODEL, path, "--picture",
+                         picture]) == 0
+    lines = capsys.readouterr().out.rstrip("\n").split("\n")
+    assert len(lines) == len(truth) - 1
+    assert lines[1] == "attributes"
+    assert Image.open(picture).size == (2 * page.size[0], page.size[1])
+
+
+def test_page_and_lines_without_a_line_model_say_how_to_make_one(tmp_path, capsys):
+    if os.path.isfile(os.path.join(SHIPPED_LINE_MODEL, "config.json")):
+        pytest.fail("a line model is shipped now: test it here instead of its absence")
+    path = str(tmp_path / "page.png")
+    render_page()[0].save(path)
+    for flag in ("--page", "--lines"):
+        assert predict.main([flag, path]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and "error: no --checkpoint given and no line model" \
+            in error and "make train-lines" in error
+    assert LineBox(0, 0, 1, 1, 0).row == 0
