@@ -1,5 +1,6 @@
 # Two commands do all the set-up on a fresh machine:
 #   make train   - create .venv, generate synthetic data, train a CRNN on all devices, evaluate
+#   make train-lines - the same for whole printed lines (case, spaces, punctuation; ~30 min)
 #   make test    - create .venv (TF 2.x) and .venv-tf1 (TF 1.15) and run the suite on both
 PYTHON3 ?= python3
 PY37 ?= $(shell d=$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv); echo $$d/versions/3.7.16/bin/python)
@@ -7,11 +8,13 @@ PYTEST_ARGS ?= -q
 TOWERS ?= 2
 STEPS ?= 4000
 RUN ?= runs/main
+LINE_STEPS ?= 4000
+LINE_RUN ?= runs/lines
 
 VENV2 := .venv
 VENV1 := .venv-tf1
 
-.PHONY: all venv venv-tf1 test test-tf2 test-tf1 train benchmark clean system-packages test-packages
+.PHONY: all venv venv-tf1 test test-tf2 test-tf1 train train-lines benchmark clean system-packages test-packages
 
 all: test
 
@@ -55,6 +58,10 @@ test-tf1: $(VENV1)/.installed test-packages
 # they make the CRNN step ~25 % faster and runs stay repeatable (at the cost of two log lines).
 train: $(VENV2)/.installed system-packages
 	TF_ENABLE_ONEDNN_OPTS=$${TF_ENABLE_ONEDNN_OPTS:-1} $(VENV2)/bin/python -m crnn_multigpu.cli.main_job --out $(RUN) --towers $(TOWERS) --steps $(STEPS)
+
+# Whole printed lines: printable ASCII, variable widths with width buckets, held-out families.
+train-lines: $(VENV2)/.installed system-packages
+	TF_ENABLE_ONEDNN_OPTS=$${TF_ENABLE_ONEDNN_OPTS:-1} $(VENV2)/bin/python -m crnn_multigpu.cli.main_job --lines --out $(LINE_RUN) --towers $(TOWERS) --steps $(LINE_STEPS)
 
 benchmark: $(VENV2)/.installed
 	$(VENV2)/bin/python scripts/benchmark.py --quick
