@@ -8,7 +8,7 @@ PYTEST_ARGS ?= -q
 TOWERS ?= 2
 STEPS ?= 4000
 RUN ?= runs/main
-LINE_STEPS ?= 4000
+LINE_STEPS ?= 3500
 LINE_RUN ?= runs/lines
 
 VENV2 := .venv

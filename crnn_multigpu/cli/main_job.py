@@ -23,8 +23,10 @@ from crnn_multigpu.cli.common import (ArgumentParser, float_range, positive_floa
 
 
 WORD_DEFAULTS = dict(train_count=40000, val_count=2000, steps=4000, lr=0.003)
-# Lines: ~30 minutes on 2 CPU cores (rendering ~2 min, training ~25, evaluation ~1).
-LINE_DEFAULTS = dict(train_count=30000, val_count=1000, steps=4000, lr=0.001)
+# Lines, estimated from CPU time measured on a busy 2-core EPYC (25 ms per training image of
+# the small CRNN at --width 0 with buckets, 8 ms per rendered line): ~2 min rendering, ~24 min
+# training, ~1 min evaluation on 2 idle cores.
+LINE_DEFAULTS = dict(train_count=30000, val_count=1000, steps=3500, lr=0.001)
 # Documents are cleaner than scene text: milder geometry and degradations than words.
 LINE_DIFFICULTY = 0.3
 

@@ -12,7 +12,8 @@ gradient, noisy or striped paper, sometimes with a drop shadow -> camera and
 compression degradations (:mod:`augment`).
 
 Whole printed lines (``lines=True``) take the same path with a document's habits: no cut
-neighbour glyphs, print sizes, a tilt that keeps the line within its own height, and now
+neighbour glyphs, print sizes, a tilt that keeps the line within its own height, no
+perspective, and now
 and then one to three words in a second face of the line (its bold or italic sister, or a
 monospaced face), baseline-aligned as documents set them.
 """
@@ -254,7 +255,8 @@ class SyntheticTextGenerator(object):
         data = (ia, ib, cx - ia * off_x - ib * off_y, ic, ie, cy - ic * off_x - ie * off_y)
         warped = image.transform(size, _TRANSFORM.AFFINE, data, _RESAMPLING.BILINEAR)
         corners = [(p[0] + off_x, p[1] + off_y) for p in (forward(x, y) for x, y in box)]
-        if rng.rand() < 0.15 * d:
+        # Pages are flat: a keystone that halves a long line's far end is a photo's look.
+        if rng.rand() < 0.15 * d and not self.lines:
             warped, corners = self._perspective(warped, corners, rng)
         return warped, corners
 
