@@ -72,9 +72,12 @@ def truth_rows(pdf, page, dpi):
 
 
 def found_row_of(boxes, x, y):
-    """The row of the found box holding the point, or None."""
+    """The row of the found box holding the point, or None. Boxes hug the ink while a
+    word's centre is that of its font box: a small glyph ("*", "-") may centre a pixel or
+    two outside its ink, so boxes are grown by a fifth of their height up and down."""
     for box in boxes:
-        if box.left <= x < box.right and box.top <= y < box.bottom:
+        grow = 0.2 * (box.bottom - box.top)
+        if box.left <= x < box.right and box.top - grow <= y < box.bottom + grow:
             return box.row
     return None
 
