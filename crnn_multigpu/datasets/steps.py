@@ -56,6 +56,7 @@ class StepBatches(object):
     def epoch_order(self, epoch):
         """The batches (lists of indices) of ``epoch``: a pure function of (seed, epoch)."""
         if self.bucket and self._sizes is None:
+            LOG.info("reading the widths of %d samples for width buckets", len(self.dataset))
             self._sizes = width_keys(self.dataset)
         return batch_indices(len(self.dataset), self.batch_size, True, self.seed, epoch,
                              drop_remainder=True, sizes=self._sizes, bucket=self.bucket)
