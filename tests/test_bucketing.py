@@ -37,6 +37,36 @@ def test_buckets_cover_every_index_once_and_cut_padding():
         batch_indices(10, 2, True, sizes=[1, 2], bucket=2)
 
 
+class MeasuredOnRequest(object):
+    """1,000 samples whose widths are known only when asked for (like render-on-read ones)."""
+
+    def __init__(self):
+        self.asked = []
+
+    def __len__(self):
+        return 1000
+
+    def width_keys(self, indices):
+        self.asked.extend(int(i) for i in indices)
+        return [(7 * int(i)) % 240 for i in indices]
+
+
+def test_widths_are_read_a_window_at_a_time():
+    dataset = MeasuredOnRequest()
+    batches = StepBatches(dataset, Charset.default(), 10, seed=2, bucket=5)
+    order = batches.epoch_order(0)
+    assert len(order) == 100 and dataset.asked == []
+    first = order[0]
+    assert len(dataset.asked) == 50 and set(first) <= set(dataset.asked)
+    order[3]  # same window: nothing more to read
+    assert len(dataset.asked) == 50
+    order[99]
+    assert len(dataset.asked) == 100
+    assert [order[i] for i in range(100)] == list(batches.epoch_order(0))  # pure, list-like
+    with pytest.raises(IndexError):
+        order[100]
+
+
 @pytest.fixture(scope="module")
 def varied_folder(tmp_path_factory):
     """40 images 32 px high and 8-320 px wide, labelled with texts of matching length."""
@@ -56,7 +86,8 @@ def varied_folder(tmp_path_factory):
 def test_step_batches_bucket_by_real_widths_and_resume_exactly(varied_folder):
     charset = Charset.default()
     dataset = FolderDataset(varied_folder, charset=charset)
-    assert dataset.width_keys() == [dataset[i][0].shape[1] for i in range(len(dataset))]
+    everyone = range(len(dataset))
+    assert dataset.width_keys(everyone) == [dataset[i][0].shape[1] for i in everyone]
     batches = StepBatches(dataset, charset, 4, seed=5, bucket=5)
     fresh = StepBatches(FolderDataset(varied_folder, charset=charset), charset, 4, seed=5,
                         bucket=5)

@@ -5,8 +5,8 @@ Nothing here imports TensorFlow; LMDB support imports ``lmdb`` only when used.
 """
 import os
 
-from crnn_multigpu.datasets.batching import (Batch, BatchLoader, batch_indices, epoch_order,
-                                             iterate_batches, make_batch, prefetch)
+from crnn_multigpu.datasets.batching import (Batch, BatchLoader, EpochBatches, batch_indices,
+                                             epoch_order, iterate_batches, make_batch, prefetch)
 from crnn_multigpu.datasets.folder import (LABELS_FILE, FolderDataset, read_labels,
                                            write_labels)
 from crnn_multigpu.datasets.fonts import find_fonts, font_supports, load_font, split_fonts
@@ -37,7 +37,7 @@ def open_dataset(path, **kwargs):
 
 
 __all__ = [
-    "Batch", "BatchLoader", "batch_indices", "epoch_order", "iterate_batches", "make_batch",
+    "Batch", "BatchLoader", "EpochBatches", "batch_indices", "epoch_order", "iterate_batches", "make_batch",
     "prefetch", "FolderDataset", "read_labels", "write_labels", "find_fonts", "font_supports",
     "load_font", "split_fonts", "fit_width", "load_image", "LmdbDataset", "write_lmdb",
     "SyntheticDataset", "SyntheticTextGenerator", "write_dataset", "open_dataset",

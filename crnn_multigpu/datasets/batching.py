@@ -79,50 +79,83 @@ def epoch_order(count, shuffle, seed=0, epoch=0):
 _BUCKET_STREAM = 0x62756b74
 
 
+class EpochBatches(object):
+    """The batches (lists of indices) of one epoch: ``len()`` and ``[position]``.
+
+    Without bucketing, :func:`epoch_order` cut into batches of ``batch_size``. With
+    ``size_of`` (``indices -> sizes``, e.g. image widths) and ``bucket`` > 1, each window of
+    ``bucket`` batches of that order is sorted by size before it is cut, so a batch holds
+    images of similar widths and little padding, and the window's batches are shuffled
+    (with ``shuffle``), so wide and narrow batches alternate. A window's sizes are asked for
+    only when one of its batches is: a dataset of millions of render-on-read samples is not
+    measured up front. Everything is a pure function of ``(seed, epoch)``, and every index is
+    visited once per epoch (but the remainder with ``drop_remainder``).
+    """
+
+    def __init__(self, count, batch_size, shuffle, seed=0, epoch=0, drop_remainder=False,
+                 size_of=None, bucket=0):
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1, got %d" % batch_size)
+        order = np.asarray(epoch_order(count, shuffle, seed, epoch))
+        if drop_remainder:
+            order = order[:count - count % batch_size]
+        self.order, self.batch_size, self.shuffle = order, batch_size, shuffle
+        self.seed, self.epoch = seed, epoch
+        self.size_of = size_of if bucket > 1 else None
+        self.window = batch_size * bucket if self.size_of else max(1, len(order))
+        self._windows = {}
+
+    def __len__(self):
+        return -(-len(self.order) // self.batch_size)
+
+    def __getitem__(self, position):
+        if not 0 <= position < len(self):
+            raise IndexError("batch %d of an epoch of %d batches" % (position, len(self)))
+        per_window = -(-self.window // self.batch_size)  # a whole-epoch window may end short
+        window, offset = divmod(position, per_window)
+        if window not in self._windows:  # a race computes the same pure result twice
+            self._windows[window] = self._window_batches(window)
+        return self._windows[window][offset]
+
+    def _window_batches(self, window):
+        chunk = self.order[window * self.window:(window + 1) * self.window]
+        if self.size_of is not None:
+            sizes = np.asarray(self.size_of(chunk))
+            if len(sizes) != len(chunk):
+                raise ValueError("bucketing needs one size per sample: %d sizes for %d samples"
+                                 % (len(sizes), len(chunk)))
+            chunk = chunk[np.argsort(sizes, kind="stable")]
+        batches = [[int(i) for i in chunk[start:start + self.batch_size]]
+                   for start in range(0, len(chunk), self.batch_size)]
+        if self.size_of is not None and self.shuffle:
+            permutation = np.random.RandomState([self.seed % 2 ** 32, self.epoch % 2 ** 32,
+                                                 window, _BUCKET_STREAM]).permutation(len(batches))
+            batches = [batches[i] for i in permutation]
+        return batches
+
+
 def batch_indices(count, batch_size, shuffle, seed=0, epoch=0, drop_remainder=False,
                   sizes=None, bucket=0):
-    """Split :func:`epoch_order` into lists of at most ``batch_size`` indices.
-
-    Bucketing (``sizes``: one number per index, e.g. image widths; ``bucket`` > 1): each
-    window of ``bucket`` batches of the epoch's order is sorted by size before it is cut,
-    so a batch holds images of similar widths and little padding; then the batches are
-    shuffled (with ``shuffle``), so wide and narrow batches alternate. Still a pure
-    function of ``(seed, epoch)``, and every index is visited once per epoch.
-    """
-    if batch_size < 1:
-        raise ValueError("batch_size must be at least 1, got %d" % batch_size)
-    order = np.asarray(epoch_order(count, shuffle, seed, epoch))
-    if drop_remainder:
-        order = order[:count - count % batch_size]
-    if sizes is not None and bucket > 1:
+    """All batches of :class:`EpochBatches` as a list; ``sizes``: one number per index."""
+    if sizes is not None:
         sizes = np.asarray(sizes)
         if len(sizes) != count:
             raise ValueError("bucketing needs one size per sample: %d sizes for %d samples"
                              % (len(sizes), count))
-        window = batch_size * bucket
-        order = np.concatenate([chunk[np.argsort(sizes[chunk], kind="stable")]
-                                for chunk in (order[start:start + window]
-                                              for start in range(0, len(order), window))]
-                               or [order])
-    order = [int(i) for i in order]
-    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
-    if drop_remainder and batches and len(batches[-1]) < batch_size:
-        batches.pop()
-    if sizes is not None and bucket > 1 and shuffle:
-        permutation = np.random.RandomState([seed % 2 ** 32, epoch % 2 ** 32,
-                                             _BUCKET_STREAM]).permutation(len(batches))
-        batches = [batches[i] for i in permutation]
-    return batches
+    size_of = (lambda indices: sizes[indices]) if sizes is not None else None
+    return list(EpochBatches(count, batch_size, shuffle, seed, epoch, drop_remainder, size_of,
+                             bucket))
 
 
-def width_keys(dataset):
-    """What bucketing sorts a dataset by: ``dataset.width_keys()`` (image widths at the
-    model's height, or label lengths where widths are unknown until an image is read)."""
+def width_keys(dataset, indices):
+    """What bucketing sorts samples ``indices`` of a dataset by: ``dataset.width_keys(indices)``
+    (image widths at the model's height, or label lengths where widths are unknown until an
+    image is read)."""
     if not hasattr(dataset, "width_keys"):
         raise ValueError("bucketing needs a dataset that knows its image widths or label "
                          "lengths (folder, LMDB, synthetic); this one (%s) does not"
                          % type(dataset).__name__)
-    return np.asarray(dataset.width_keys(), dtype=np.float64)
+    return np.asarray(dataset.width_keys(indices), dtype=np.float64)
 
 
 class BatchLoader(object):

@@ -124,9 +124,9 @@ class LabelledImageDataset(object):
             raise IndexError("sample %d out of range for %d samples" % (index, len(self)))
         return self._read(index, degrade), self.texts[index]
 
-    def width_keys(self):
-        """Label lengths, one per sample: the bucketing key where widths are unknown."""
-        return [len(text) for text in self.texts]
+    def width_keys(self, indices):
+        """Label lengths of samples ``indices``: the bucketing key where widths are unknown."""
+        return [len(self.texts[index]) for index in indices]
 
     def _read(self, index, degrade=None):
         raise NotImplementedError
@@ -169,12 +169,13 @@ class FolderDataset(LabelledImageDataset):
     def describe(self, index):
         return self.image_path(index)
 
-    def width_keys(self):
-        """Image widths at the dataset's height, from the files' headers (no pixel decoding);
-        label lengths stand in for files whose header cannot be read."""
+    def width_keys(self, indices):
+        """Image widths of samples ``indices`` at the dataset's height, from the files' headers
+        (no pixel decoding); label lengths stand in for files whose header cannot be read."""
         from PIL import Image
         keys = []
-        for index, text in enumerate(self.texts):
+        for index in indices:
+            text = self.texts[index]
             try:
                 with Image.open(self.image_path(index)) as image:
                     keys.append(scaled_width(image.size[0], image.size[1], self.height))

@@ -133,7 +133,6 @@ def step_source(source, charset, batch_size, n_towers, fixed_width=100, seed=0):
                                source.fixed_width, source.seed, source.min_batch, source.augment,
                                source.bucket)
         safe.skipped, safe.too_long = source.skipped, source.too_long  # the caller's counters
-        safe._sizes = source._sizes  # widths already read, if any
         return safe, True
     if hasattr(source, "__len__") and (hasattr(source, "safe_get") or
                                        hasattr(source, "__getitem__")):

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from crnn_multigpu.datasets.batching import batch_indices, make_batch, width_keys
+from crnn_multigpu.datasets.batching import EpochBatches, make_batch, width_keys
 
 LOG = logging.getLogger(__name__)
 # A tag word keeps augmentation streams apart from other [seed, ...] streams (the renderer's).
@@ -29,8 +29,8 @@ class StepBatches(object):
     of the step.
 
     ``bucket``: with varying widths (no ``fixed_width``), sort each window of ``bucket``
-    batches by image width (see ``batch_indices``) so batches are not mostly padding;
-    0 or 1 = off. The widths are read once, when the first batch is asked for.
+    batches by image width (see ``EpochBatches``) so batches are not mostly padding;
+    0 or 1 = off. Widths are read a window at a time, when a batch of it is asked for.
     """
 
     time_step_width = 4  # pixels per CTC time step of the CRNN conv stack
@@ -47,7 +47,6 @@ class StepBatches(object):
         self.batch_size, self.fixed_width, self.seed = batch_size, fixed_width, seed
         self.min_batch, self.augment = min_batch, augment
         self.bucket = bucket if bucket > 1 and not fixed_width else 0
-        self._sizes = None
         self.batches_per_epoch = len(dataset) // batch_size
         self.skipped, self.too_long = set(), set()
         self._cache = (None, None)
@@ -55,11 +54,9 @@ class StepBatches(object):
 
     def epoch_order(self, epoch):
         """The batches (lists of indices) of ``epoch``: a pure function of (seed, epoch)."""
-        if self.bucket and self._sizes is None:
-            LOG.info("reading the widths of %d samples for width buckets", len(self.dataset))
-            self._sizes = width_keys(self.dataset)
-        return batch_indices(len(self.dataset), self.batch_size, True, self.seed, epoch,
-                             drop_remainder=True, sizes=self._sizes, bucket=self.bucket)
+        size_of = (lambda indices: width_keys(self.dataset, indices)) if self.bucket else None
+        return EpochBatches(len(self.dataset), self.batch_size, True, self.seed, epoch,
+                            drop_remainder=True, size_of=size_of, bucket=self.bucket)
 
     def _epoch_batches(self, epoch):
         if self._cache[0] != epoch:

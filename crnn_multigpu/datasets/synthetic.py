@@ -454,13 +454,13 @@ class SyntheticDataset(object):
         image, text = self.generator.sample(self.start + index)
         return load_image(image, self.height, degrade), text
 
-    def width_keys(self):
-        """Label lengths, drawn without rendering: a sample's text is the first thing its
-        seeded RandomState draws."""
+    def width_keys(self, indices):
+        """Label lengths of samples ``indices``, drawn without rendering: a sample's text is
+        the first thing its seeded RandomState draws."""
         rng = np.random.RandomState()
         keys = []
-        for index in range(self.start, self.start + self.size):
-            rng.seed(_seed_words(self.generator.seed, index))
+        for index in indices:
+            rng.seed(_seed_words(self.generator.seed, self.start + int(index)))
             keys.append(len(self.generator.random_text(rng)[1]))
         return keys
 
