@@ -19,6 +19,7 @@ import time
 
 from crnn_multigpu.checkpoints import CheckpointSaver, NonFiniteStateError
 from crnn_multigpu.compat import tf
+from crnn_multigpu.datasets.pipeline import InputPipeline
 from crnn_multigpu.sharding import batch_size
 from crnn_multigpu.towers import NONFINITE_MESSAGE
 
@@ -118,12 +119,15 @@ class Trainer(object):
         self.batch_for_step = batch_for_step
         self.feed = dict(feed or {})
         self.stopped_by = None  # the signal number when SIGINT/SIGTERM ended train()
-        self.input_fn = getattr(wrapper, "input_fn", None)
-        if batch_for_step is None and self.input_fn is None:
+        # Feed-free input: the wrapper's InputPipeline (other input_fns, e.g. the function
+        # style's in-graph split of fed tensors, need a batch_for_step to feed).
+        input_fn = getattr(wrapper, "input_fn", None)
+        self.pipeline = input_fn if isinstance(input_fn, InputPipeline) else None
+        if batch_for_step is None and self.pipeline is None:
             raise ValueError("Trainer without batch_for_step needs a wrapper built with an "
-                             "input_fn (feed-free input), e.g. datasets.pipeline.make_input_fn")
+                             "InputPipeline as its input_fn (datasets.pipeline.make_input_fn)")
         # The global step the feed-free pipelines will deliver next.
-        self._pipeline_step = getattr(self.input_fn, "start_step", None)
+        self._pipeline_step = self.pipeline.start_step if self.pipeline is not None else None
         self.run_dir = run_dir
         self.checkpoint_every, self.log_every = checkpoint_every, log_every
         self.validate_every, self.validate = validate_every, validate
@@ -135,7 +139,6 @@ class Trainer(object):
         self.skipped_steps = []
         # A skipped batch still advances the global step, which keys the data order.
         self._skip_op = tf.assign_add(wrapper.global_step, 1) if on_nonfinite == "skip" else None
-        self.history = []  # (step, loss) of every step run, for tests and reports
 
     def restore_or_initialize(self, session, resume):
         """Initialise variables, then restore the latest checkpoint when resuming."""
@@ -184,8 +187,8 @@ class Trainer(object):
                     ran = self._run_step(session, want, feed, step, last)
                     step += 1
                     if ran:
-                        window_images += int(last.get("images", getattr(
-                            self.input_fn, "batch_size", 0))) if feed_free else batch_size(batch)
+                        window_images += int(last.get("images", self.pipeline.batch_size)) \
+                            if feed_free else batch_size(batch)
                         if self.writer is not None and "summary" in last:
                             self.writer.add_summary(last.pop("summary"), step)
                         if self.log_every and (step % self.log_every == 0 or step == steps):
@@ -242,13 +245,12 @@ class Trainer(object):
                 # it fails (a non-finite step that is then skipped advances both alike).
                 if self.batch_for_step is None and self._pipeline_step is not None:
                     self._pipeline_step += 1
-            self.history.append((step, float(last["loss"])))
             return True
         except tf.errors.OpError as error:
             nonfinite = isinstance(error, tf.errors.InvalidArgumentError) and \
                 NONFINITE_MESSAGE in str(error)
             if not nonfinite:
-                source_error = getattr(self.input_fn, "source_error", lambda: None)()
+                source_error = self.pipeline.source_error() if self.pipeline else None
                 if source_error is not None:
                     raise source_error  # the data source's own exception, e.g. bad images
                 raise

@@ -1,7 +1,7 @@
 """Feed-free input: one ``tf.data`` pipeline per tower over the step-indexed global batches.
 
-``make_input_fn(...)`` returns the ``input_fn`` of ``MultiGpuModel``. Tower ``k``'s
-pipeline is ``range(start_step, ...) -> map(shard k of the global batch of that step,
+``make_input_fn(...)`` returns the ``InputPipeline`` given to
+``MultiGpuModel(input_fn=...)``. Tower ``k``'s pipeline is ``range(start_step, ...) -> map(shard k of the global batch of that step,
 parallel) -> prefetch_to_device(tower k)``: every element names its global step, so
 the towers never race for "the next batch", and at any step tower ``k`` gets exactly
 ``split_batch(batch_for_step(step), n_towers)[k]``. The global batch of a step is
@@ -156,9 +156,61 @@ def _options():
     return options
 
 
+class InputPipeline(object):
+    """Feed-free input for ``MultiGpuModel(..., input_fn=pipeline)``: one ``tf.data`` pipeline per tower.
+
+    Called as ``pipeline(tower_index, n_towers)`` it returns that tower's dict of tensors
+    (``INPUT_NAMES``). What training needs to know about it are named fields:
+    ``start_step`` (the global step of its first element), ``batch_size`` (global),
+    ``n_towers``, ``devices``, ``batch_for_step`` and ``source_error()``. Build it with
+    :func:`make_input_fn`.
+    """
+
+    def __init__(self, batch_for_step, thread_safe, batch_size, n_towers, start_step, devices,
+                 prefetch, parallel_calls, to_device):
+        self.batch_for_step, self.batch_size, self.n_towers = batch_for_step, batch_size, n_towers
+        self.start_step, self.devices = int(start_step), devices
+        self.shards = StepShards(batch_for_step, n_towers, thread_safe=thread_safe)
+        self.prefetch, self.parallel_calls, self.to_device = prefetch, parallel_calls, to_device
+        self.width = getattr(batch_for_step, "fixed_width", None) or None  # static image width
+
+    def source_error(self):
+        """The data source's first exception (e.g. no readable image in a batch), or None."""
+        return self.shards.error
+
+    def __call__(self, tower_index, towers=None):
+        if towers is not None and towers != self.n_towers:
+            raise ValueError("the input_fn was made for %d towers, the model has %d"
+                             % (self.n_towers, towers))
+        numpy_function = getattr(tf, "numpy_function", None) or tf.py_func
+        shapes = ([None, None, self.width, 1], [None], [None, None], [None])
+
+        def load(step):
+            return self.shards.shard(step, tower_index)
+
+        def to_dict(step):
+            values = numpy_function(load, [step], [tf.float32, tf.int32, tf.int32, tf.int32],
+                                    name="shard_%d" % tower_index)
+            for value, shape in zip(values, shapes):
+                value.set_shape(shape)
+            return dict(zip(INPUT_NAMES, values))
+
+        with tf.name_scope("input_%d" % tower_index):
+            dataset = tf.data.Dataset.range(self.start_step, 2 ** 62)
+            # Options before prefetch_to_device too: it iterates this dataset on its own.
+            dataset = dataset.map(to_dict, num_parallel_calls=self.parallel_calls).with_options(
+                _options())
+            if self.to_device:
+                dataset = dataset.apply(tf.data.experimental.prefetch_to_device(
+                    self.devices[tower_index], buffer_size=self.prefetch))
+            else:
+                dataset = dataset.prefetch(self.prefetch)
+            return tf.data.make_one_shot_iterator(dataset.with_options(_options())).get_next()
+
+
 def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0, start_step=0,
                   prefetch=2, devices=None, parallel_calls=None, to_device=True):
-    """A ``MultiGpuModel`` ``input_fn(tower_index, n_towers) -> dict`` of tensors from ``tf.data``.
+    """The :class:`InputPipeline` (``input_fn`` of ``MultiGpuModel``) over ``source``.
 
     Args:
       source: a dataset (``len`` and ``safe_get(i)``/``ds[i] -> (array [H, w], text)``: folder,
@@ -171,51 +223,14 @@ def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0
       devices: the towers' devices (default: the first n_towers GPUs, else ``/cpu:0..``).
       parallel_calls: steps decoded at once (default: min(4, CPU count)).
       to_device: ``prefetch_to_device`` onto the tower (else a plain host ``prefetch``).
-
-    The returned function has ``start_step``, ``batch_size``, ``n_towers``, ``devices``,
-    ``batch_for_step`` and ``source_error()`` (the source's first exception, or None).
     """
     if n_towers < 1 or batch_size < n_towers:
         raise ValueError("batch_size %d cannot be split over %d tower(s)" % (batch_size, n_towers))
     batch_for_step, thread_safe = step_source(source, charset, batch_size, n_towers,
                                               fixed_width, seed)
-    shards = StepShards(batch_for_step, n_towers, thread_safe=thread_safe)
     devices = list(devices) if devices is not None else first_devices(n_towers)
     if len(devices) != n_towers:
         raise ValueError("make_input_fn got %d device(s) for %d tower(s)" % (len(devices), n_towers))
     parallel = parallel_calls or max(1, min(4, os.cpu_count() or 1))
-    width = getattr(batch_for_step, "fixed_width", None) or None  # static image width
-    numpy_function = getattr(tf, "numpy_function", None) or tf.py_func
-
-    def input_fn(tower_index, towers=n_towers):
-        if towers != n_towers:
-            raise ValueError("the input_fn was made for %d towers, the model has %d"
-                             % (n_towers, towers))
-
-        def load(step):
-            return shards.shard(step, tower_index)
-
-        def to_dict(step):
-            values = numpy_function(load, [step], [tf.float32, tf.int32, tf.int32, tf.int32],
-                                    name="shard_%d" % tower_index)
-            shapes = ([None, None, width, 1], [None], [None, None], [None])
-            for value, shape in zip(values, shapes):
-                value.set_shape(shape)
-            return dict(zip(INPUT_NAMES, values))
-
-        with tf.name_scope("input_%d" % tower_index):
-            dataset = tf.data.Dataset.range(int(start_step), 2 ** 62)
-            # Options before prefetch_to_device too: it iterates this dataset on its own.
-            dataset = dataset.map(to_dict, num_parallel_calls=parallel).with_options(_options())
-            if to_device:
-                dataset = dataset.apply(tf.data.experimental.prefetch_to_device(
-                    devices[tower_index], buffer_size=prefetch))
-            else:
-                dataset = dataset.prefetch(prefetch)
-            return tf.data.make_one_shot_iterator(dataset.with_options(_options())).get_next()
-
-    input_fn.start_step = int(start_step)
-    input_fn.batch_size, input_fn.n_towers, input_fn.devices = batch_size, n_towers, devices
-    input_fn.batch_for_step, input_fn.shards = batch_for_step, shards
-    input_fn.source_error = lambda: shards.error
-    return input_fn
+    return InputPipeline(batch_for_step, thread_safe, batch_size, n_towers, start_step, devices,
+                         prefetch, parallel, to_device)
