@@ -8,7 +8,7 @@ import numpy as np
 
 from crnn_multigpu.datasets.images import fit_width
 
-LOG = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 Batch = collections.namedtuple("Batch", ["images", "widths", "labels", "label_lengths", "texts"])
 Batch.__doc__ = """One padded batch.
@@ -197,7 +197,7 @@ class BatchLoader(object):
         if sample is None:
             self.skipped.append(index)
             if len(self.skipped) <= self.log_first_skipped:
-                LOG.warning("skipping unreadable sample %d (%d skipped so far)",
+                log.warning("skipping unreadable sample %d (%d skipped so far)",
                             index, len(self.skipped))
         return sample
 

@@ -17,7 +17,7 @@ import time
 from crnn_multigpu.charset import describe_rejections, filter_labels
 from crnn_multigpu.datasets.images import load_image, scaled_width
 
-LOG = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 LABELS_FILE = "labels.txt"
 _GOOD_LINE = "a good line looks like 'images/000000001.png<TAB>hello'"
 
@@ -96,7 +96,7 @@ class LabelledImageDataset(object):
             return list(items), list(texts)
         kept, self.rejected = filter_labels(texts, charset, time_steps)
         if self.rejected:
-            LOG.warning("%s: %s", source, describe_rejections(self.rejected, len(texts)))
+            log.warning("%s: %s", source, describe_rejections(self.rejected, len(texts)))
         return [items[i] for i in kept], [texts[i] for i in kept]
 
     def __len__(self):
@@ -116,7 +116,7 @@ class LabelledImageDataset(object):
             return self._sample(index, degrade)
         except ValueError as error:
             self.unreadable.append(self.describe(index))
-            LOG.debug("%s", error)
+            log.debug("%s", error)
             return None
 
     def _sample(self, index, degrade=None):

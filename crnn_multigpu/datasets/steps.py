@@ -12,7 +12,7 @@ import numpy as np
 
 from crnn_multigpu.datasets.batching import EpochBatches, make_batch, width_keys
 
-LOG = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 # A tag word keeps augmentation streams apart from other [seed, ...] streams (the renderer's).
 _AUGMENT_STREAM = 0x61756721
 
@@ -89,7 +89,7 @@ class StepBatches(object):
         if index not in self.too_long:
             self.too_long.add(index)
             if len(self.too_long) <= 5:
-                LOG.warning("skipping %r: its image is too narrow (%d px) for its label",
+                log.warning("skipping %r: its image is too narrow (%d px) for its label",
                             sample[1], sample[0].shape[1])
         return False
 
@@ -115,6 +115,6 @@ class StepBatches(object):
         if sample is None and index not in self.skipped:
             self.skipped.add(index)
             if len(self.skipped) <= 5:
-                LOG.warning("skipping unreadable image %s (%d so far)",
+                log.warning("skipping unreadable image %s (%d so far)",
                             getattr(self.dataset, "describe", str)(index), len(self.skipped))
         return sample
