@@ -121,7 +121,7 @@ def list_fonts(args, charset):
     return 0
 
 
-def generate(argv=None):
+def main_body(argv=None):
     """Parse ``argv``, render the dataset, print a summary; returns 0."""
     args = build_parser().parse_args(argv)
     setup_logging()
@@ -175,7 +175,7 @@ def generate(argv=None):
 def main(argv=None):
     """Entry point of ``crnn-generate``; returns the exit code (2 on a user error)."""
     try:
-        return run_main(generate, argv)
+        return run_main(main_body, argv)
     except SystemExit as exit_request:  # argparse: --help, or a malformed command line
         return exit_request.code if isinstance(exit_request.code, int) else 2
 
