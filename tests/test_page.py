@@ -1,12 +1,12 @@
 """Finding the lines of a printed page: a page rendered from known text, boxes against truth."""
-import os
 
+import editdistance
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from crnn_multigpu.cli import predict
-from crnn_multigpu.cli.evaluate import SHIPPED_LINE_MODEL, SHIPPED_MODEL
+from crnn_multigpu.cli import evaluate, predict
+from crnn_multigpu.cli.evaluate import SHIPPED_MODEL
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.page import LineBox, crop_line, find_lines, ink_mask, page_text
 
@@ -102,9 +102,26 @@ def test_predict_page_prints_one_line_per_row(tmp_path, capsys):
     assert Image.open(picture).size == (2 * page.size[0], page.size[1])
 
 
-def test_page_and_lines_without_a_line_model_say_how_to_make_one(tmp_path, capsys):
-    if os.path.isfile(os.path.join(SHIPPED_LINE_MODEL, "config.json")):
-        pytest.fail("a line model is shipped now: test it here instead of its absence")
+def test_the_shipped_line_model_reads_a_printed_page(tmp_path, capsys):
+    page, truth = render_page()
+    path = str(tmp_path / "page.png")
+    page.save(path)
+    assert predict.main(["--page", path]) == 0  # no --checkpoint: models/lines
+    read = capsys.readouterr().out.rstrip("\n").split("\n")
+    # The right-hand piece joins its row; the row of dots is read as some row of marks.
+    rows = [text for text, _ in truth[:-2]] + [truth[-2][0] + " " + truth[-1][0]]
+    assert len(read) == len(rows), read
+    words = [(r, t) for r, t in zip(read, rows) if t != "......"]
+    errors = sum(editdistance.eval(r, t) for r, t in words)
+    assert errors <= 0.06 * sum(len(t) for _, t in words), list(zip(read, rows))
+    assert sum(r == t for r, t in words) >= 4, list(zip(read, rows))
+
+
+def test_page_and_lines_without_a_line_model_say_how_to_make_one(tmp_path, capsys,
+                                                                   monkeypatch):
+    missing = str(tmp_path / "models" / "lines")
+    monkeypatch.setattr(evaluate, "SHIPPED_LINE_MODEL", missing)
+    monkeypatch.setattr(predict, "SHIPPED_LINE_MODEL", missing)
     path = str(tmp_path / "page.png")
     render_page()[0].save(path)
     for flag in ("--page", "--lines"):
