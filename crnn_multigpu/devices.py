@@ -4,7 +4,12 @@ Device strings are plain TensorFlow device specifications (``/gpu:0``,
 ``/cpu:1``, ``/job:worker/task:1/gpu:0``); nothing here needs a GPU to run, so
 the GPU paths are exercised by the same code that tests use on virtual CPUs.
 """
+import logging
+import threading
+
 from crnn_multigpu.compat import tf
+
+log = logging.getLogger(__name__)
 
 # Op types that create variables (ref, resource, and the handle ops resource
 # variables are made of); these go to the variable device, all else to the tower.
@@ -82,6 +87,25 @@ def session_config(n_cpu_devices=1, allow_soft_placement=True, log_device_placem
                             log_device_placement=log_device_placement)
     config.gpu_options.allow_growth = True
     return config
+
+
+def close_session(session, timeout=60.0):
+    """Close ``session``, waiting at most ``timeout`` seconds; returns whether it closed.
+
+    On TF 2.21, closing a session whose ``prefetch_to_device`` iterators just failed (a data
+    source error) now and then deadlocks inside TensorFlow (the device manager re-takes its
+    own lock while releasing the iterator's multi-device function). The close then goes on
+    in a daemon thread and the caller carries on, so the error is still reported and the
+    process still ends.
+    """
+    closer = threading.Thread(target=session.close, name="close-session", daemon=True)
+    closer.start()
+    closer.join(timeout)
+    if closer.is_alive():
+        log.warning("closing the TensorFlow session did not finish within %g s; going on "
+                    "without it", timeout)
+        return False
+    return True
 
 
 def host_device(device):

@@ -7,7 +7,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crnn_multigpu.compat import tf  # noqa: E402
-from crnn_multigpu.devices import session_config  # noqa: E402
+from crnn_multigpu.devices import close_session, session_config  # noqa: E402
 
 N_VIRTUAL_CPUS = 4
 
@@ -32,7 +32,7 @@ def make_session(fresh_graph):
 
     yield make
     for session in sessions:
-        session.close()
+        close_session(session)
 
 
 @pytest.fixture(scope="session")

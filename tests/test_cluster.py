@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from waiting import wait_until
+from waiting import HANG_GUARD, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.cli import server as server_cli
 from crnn_multigpu.cluster import (chief_target, cluster_towers, free_ports, is_chief,
@@ -244,12 +244,13 @@ def test_ctrl_c_stops_a_client_waiting_for_its_cluster(tmp_path, tiny_dataset):
         wait_until(lambda: "waiting up to 3600 s" in open(log_path).read(), proc, log_path,
                    "the wait for the cluster")
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=STOP_TIMEOUT) == 130
+        # A state, not a speed: the process ends (TensorFlow's teardown is slow on a busy CPU).
+        assert proc.wait(timeout=HANG_GUARD) == 130, open(log_path).read()
     finally:
         if proc.poll() is None:
             proc.kill()
     err = open(log_path).read()
-    assert err.rstrip().endswith("interrupted") and "Traceback" not in err, err
+    assert "interrupted" in err.splitlines() and "Traceback" not in err, err
 
 
 # -- the real thing: servers in other processes -----------------------------

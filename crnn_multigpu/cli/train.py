@@ -20,7 +20,7 @@ from crnn_multigpu.datasets import make_batch, open_dataset
 from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.pipeline import make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
-from crnn_multigpu.devices import cpu_devices, session_config, visible_gpus
+from crnn_multigpu.devices import close_session, cpu_devices, session_config, visible_gpus
 from crnn_multigpu.inference import decode_rows
 from crnn_multigpu.metrics import text_metrics
 from crnn_multigpu.towers import MultiGpuModel
@@ -236,7 +236,8 @@ def main_body(argv=None):
                      % (len(towers), ", ".join(towers), len(train_set), args.batch_size, steps,
                         mode, "%g" % args.augment if args.augment else "off",
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
-    with tf.Session(target, config=session_config(n_cpus)) as session:
+    session = tf.Session(target, config=session_config(n_cpus))
+    try:
         final_step = trainer.train(session, min(steps, args.stop_at or steps), resume=args.resume)
         if val_set is not None and final_step >= steps:
             figures = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0)(session)
@@ -244,6 +245,8 @@ def main_body(argv=None):
             sys.stderr.write("final validation: word accuracy %.4f, CER %.4f on %d images\n"
                              % (figures["word_accuracy"], figures["cer"], figures["n"]))
             print(json.dumps(figures, sort_keys=True))
+    finally:
+        close_session(session)  # bounded: a failed input pipeline can hang TF's close
     # Stopped by SIGINT/SIGTERM after saving: 130/143, so scripts see the run did not finish.
     return 128 + trainer.stopped_by if trainer.stopped_by else 0
 
