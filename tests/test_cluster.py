@@ -216,6 +216,12 @@ def test_wait_for_tasks_names_only_the_tasks_that_never_answer():
     assert heard == ["waiting up to 0.3 s for /job:worker/task:1"]
 
 
+def default_sigint():
+    """Ctrl-C as at a terminal: a suite started in the background (``cmd &``, as CI may be)
+    passes SIGINT on ignored, and Python then never turns it into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def unreachable_training(tmp_path, tiny_dataset, *extra):
     """crnn-train on a cluster whose only worker is not running; stderr goes to a file."""
     cluster_file = write_json(tmp_path / "cluster.json",
@@ -226,7 +232,8 @@ def unreachable_training(tmp_path, tiny_dataset, *extra):
                                  cluster_file, "--train", tiny_dataset, "--out",
                                  str(tmp_path / "run"), "--model", "tiny", "--steps", "2"]
                                 + list(extra), cwd=str(tmp_path), env=server_env(),
-                                stdout=subprocess.PIPE, stderr=err)
+                                stdout=subprocess.PIPE, stderr=err,
+                                preexec_fn=default_sigint)
     return proc, log_path
 
 
