@@ -1,10 +1,12 @@
 """The training tools end to end on a tiny CRNN: train, resume, evaluate, predict, export."""
 import json
 import os
+import threading
 
 import numpy as np
 import pytest
 
+from waiting import HANG_GUARD
 from crnn_multigpu.charset import Charset
 from crnn_multigpu.checkpoints import latest_checkpoint
 from crnn_multigpu.cli import evaluate, export, predict, train
@@ -119,3 +121,26 @@ def test_train_bad_arguments(datasets, tmp_path, capsys, args, message):
     assert run_train(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+class _StuckSession(object):
+    """A session whose close blocks until released, like TF 2.21's deadlocked close."""
+
+    def __init__(self):
+        self.release, self.closed = threading.Event(), threading.Event()
+
+    def close(self):
+        self.release.wait()
+        self.closed.set()
+
+
+def test_close_session_gives_up_on_a_close_that_never_returns():
+    from crnn_multigpu.devices import close_session
+    stuck = _StuckSession()
+    assert close_session(stuck, timeout=0.2) is False  # the caller goes on
+    assert not stuck.closed.is_set()
+    stuck.release.set()  # the close finishes in its own thread once TF lets it
+    assert stuck.closed.wait(HANG_GUARD)
+    quick = _StuckSession()
+    quick.release.set()
+    assert close_session(quick) is True and quick.closed.is_set()
