@@ -11,7 +11,9 @@ its lines joined into rows (see ``truth_rows``). A row is found exactly when all
 centres lie in boxes of one found row and no other row's words do. Prints per page and in
 total: rows, rows found, rows found exactly, words inside a box; with ``--checkpoint`` (a line
 model's run folder) also CER and exact-row accuracy of the text read on the rows found
-exactly, against poppler's words joined by single spaces. The two PDFs the project reserves are refused. Needs poppler-utils.
+exactly, against poppler's words joined by single spaces, typographic characters spelt in
+ASCII (curly quotes, dashes, ligatures); rows holding other characters the model's charset
+lacks (bullets, arrows) are counted and left out. The two PDFs the project reserves are refused. Needs poppler-utils.
 """
 import argparse
 import html
@@ -26,6 +28,7 @@ from PIL import Image
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.page import crop_line, draw_lines, find_lines, page_text  # noqa: E402
 from pdf_words import RESERVED_PDFS  # noqa: E402
 
@@ -109,6 +112,8 @@ def main(argv=None):
     parser.add_argument("--dpi", type=int, default=110)
     parser.add_argument("--checkpoint", help="a line model's run folder: also read the lines")
     parser.add_argument("--picture", help="PNG of the last page's boxes (and text)")
+    parser.add_argument("--errors", action="store_true",
+                        help="with --checkpoint: print each misread row, read vs truth")
     args = parser.parse_args(argv)
     if os.path.basename(args.pdf) in RESERVED_PDFS:
         sys.exit("error: %s is reserved for the project's independent checks; use another PDF"
@@ -120,7 +125,7 @@ def main(argv=None):
         from crnn_multigpu.metrics import text_metrics
         recognizer = Recognizer(args.checkpoint)
     totals = dict(words=0, covered=0, rows=0, exact=0, found=0)
-    predictions, references = [], []
+    predictions, references, unreadable = [], [], []
     with tempfile.TemporaryDirectory() as scratch:
         for page in page_numbers(args.pages):
             prefix = os.path.join(scratch, "page")
@@ -142,8 +147,12 @@ def main(argv=None):
                 texts = recognizer.recognize_arrays(arrays)[0]
                 lines = page_text(boxes, texts, keep_empty=True).split("\n")
                 for truth_index, found_row in exact.items():
+                    truth = ascii_spelling(" ".join(text for _, _, text in rows[truth_index]))
+                    if not set(truth) <= set(recognizer.charset.chars):
+                        unreadable.append(truth)  # e.g. a bullet: no character can be right
+                        continue
                     predictions.append(lines[found_row])
-                    references.append(" ".join(text for _, _, text in rows[truth_index]))
+                    references.append(truth)
             if args.picture:
                 draw_lines(image, boxes, texts, args.picture)
     print("total: %d text-layer rows, %d found, %d found exactly (%.1f %%); %.1f %% of %d "
@@ -153,8 +162,13 @@ def main(argv=None):
                                   totals["words"]))
     if recognizer is not None and references:
         figures = text_metrics(predictions, references)
-        print("reading the rows found exactly: CER %.4f, rows exactly right %.4f (n=%d)"
-              % (figures["cer"], figures["word_accuracy"], figures["n"]))
+        if args.errors:
+            for read, truth in zip(predictions, references):
+                if read != truth:
+                    print("read:  %s\ntruth: %s" % (read, truth))
+        print("reading the rows found exactly: CER %.4f, rows exactly right %.4f (n=%d; %d more "
+              "rows hold characters outside the model's charset, e.g. bullets, and are left out)"
+              % (figures["cer"], figures["word_accuracy"], figures["n"], len(unreadable)))
     return 0
 
 

@@ -8,7 +8,7 @@ from crnn_multigpu.charset import Charset
 from crnn_multigpu.cli import generate
 from crnn_multigpu.datasets import find_fonts, open_dataset, read_labels
 from crnn_multigpu.datasets.fonts import font_style
-from crnn_multigpu.datasets.lines import LineSampler, load_prose, prose_units
+from crnn_multigpu.datasets.lines import LineSampler, ascii_spelling, load_prose, prose_units
 from crnn_multigpu.datasets.synthetic import make_generator
 
 ASCII = Charset.printable_ascii()
@@ -25,6 +25,13 @@ def dejavu():
 @pytest.fixture(scope="module")
 def sampler():
     return LineSampler(ASCII, part="train")
+
+
+def test_typeset_text_is_spelt_in_ascii():
+    # What pdftotext gives for a typeset line: ligatures, an en dash, curly quotes, a minus
+    # sign and an asterisk operator; a bullet has no ASCII spelling and stays.
+    typeset = u"\ufb01le \u2013 \u201cof\ufb02ine\u201d \u22123 \u2217 \u2022"
+    assert ascii_spelling(typeset) == u'file - "offline" -3 * \u2022'
 
 
 def test_lines_are_tidy_and_within_length(sampler):

@@ -33,9 +33,12 @@ HELDOUT_EVERY = 10  # one prose unit in ten is held out
 # Share of each kind of line.
 LINE_MIX = (("prose", 0.55), ("phrase", 0.15), ("code", 0.15), ("numbers", 0.15))
 # Typographic characters of real text and their plain-ASCII spelling.
+# Typesetters also emit ligatures, a minus sign and an asterisk operator for the ASCII look-alikes.
 _ASCII_SPELLING = {u"\u2018": "'", u"\u2019": "'", u"\u201c": '"', u"\u201d": '"',
                    u"\u2014": "--", u"\u2013": "-", u"\u2026": "...", u"\u00a0": " ",
-                   u"\u00a9": "(c)"}
+                   u"\u00a9": "(c)", u"\u2010": "-", u"\u2212": "-", u"\u2217": "*",
+                   u"\ufb00": "ff", u"\ufb01": "fi", u"\ufb02": "fl", u"\ufb03": "ffi",
+                   u"\ufb04": "ffl"}
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z\"'(\[0-9])")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")
@@ -85,7 +88,8 @@ def prose_units(text):
     return units
 
 
-def _to_ascii(text):
+def ascii_spelling(text):
+    """``text`` with typographic characters (curly quotes, dashes, ligatures) spelt in ASCII."""
     return "".join(_ASCII_SPELLING.get(char, char) for char in text)
 
 
@@ -106,7 +110,7 @@ def load_prose(charset, paths=None, part="all"):
         sources = default_text_sources()
     units, seen = [], set()
     for kind, path in sources:
-        for unit in prose_units(_to_ascii(_source_text(kind, path))):
+        for unit in prose_units(ascii_spelling(_source_text(kind, path))):
             unit = re.sub(r"\s+", " ", unit)
             # Rulers ("-----") and other runs of punctuation are not text.
             if unit in seen or charset.unknown_chars(unit) or not re.search(r"[A-Za-z0-9]", unit):
