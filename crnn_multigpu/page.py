@@ -25,6 +25,8 @@ import collections
 import numpy as np
 from PIL import Image, ImageDraw
 
+from crnn_multigpu.datasets.images import to_gray_float
+
 LineBox = collections.namedtuple("LineBox", ["left", "top", "right", "bottom", "row"])
 LineBox.__doc__ = """A piece of a text line: pixel box (right/bottom exclusive) and the index
 of its row band on the page (pieces of one row form one line of text)."""
@@ -39,7 +41,7 @@ COLUMN_GAP = 1.5        # in band heights: wider gaps separate pieces of a row
 def ink_mask(image):
     """Boolean ink mask of a page (any PIL mode or a 2-D array), print darker than paper."""
     if isinstance(image, Image.Image):
-        pixels = np.asarray(image.convert("L"), dtype=np.float32) / 255.0
+        pixels = to_gray_float(image)
     else:
         pixels = np.asarray(image, dtype=np.float32)
         pixels = pixels / 255.0 if pixels.max() > 1.0 else pixels

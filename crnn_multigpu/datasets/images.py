@@ -68,8 +68,9 @@ def _flatten_alpha(luminance, alpha):
     return luminance * alpha + backdrop * (1.0 - alpha)
 
 
-def _to_gray_float(image):
-    """Any Pillow mode -> float32 [h, w] in [0, 1]."""
+def to_gray_float(image):
+    """Any Pillow mode -> float32 [h, w] in [0, 1]: 16-bit scaled by its values, alpha laid on a
+    backdrop that contrasts with the content."""
     mode = image.mode
     if mode in ("RGBA", "LA", "PA", "La", "RGBa") or (mode == "P" and "transparency" in image.info):
         with_alpha = image.convert("RGBA").convert("LA")
@@ -93,14 +94,14 @@ def _to_gray_float(image):
 
 
 def _luminance(image):
-    """The image as mode L, transparency flattened as :func:`_to_gray_float` does it.
+    """The image as mode L, transparency flattened as :func:`to_gray_float` does it.
 
-    8-bit images without alpha convert exactly as ``_to_gray_float`` would read them, so a
+    8-bit images without alpha convert exactly as ``to_gray_float`` would read them, so a
     ``degrade`` that returns its input leaves ``load_image``'s result unchanged.
     """
     if image.mode == "L":
         return image
-    return Image.fromarray(np.round(_to_gray_float(image) * 255.0).astype(np.uint8))
+    return Image.fromarray(np.round(to_gray_float(image) * 255.0).astype(np.uint8))
 
 
 def _resize(pixels, width, height):
@@ -157,7 +158,7 @@ def load_image(source, height=32, degrade=None):
         raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
     if degrade is not None:
         image = degrade(_luminance(image))
-    pixels = _to_gray_float(image)
+    pixels = to_gray_float(image)
     source_height, source_width = pixels.shape
     width = scaled_width(source_width, source_height, height)
     if (source_height, source_width) != (height, width):
