@@ -1,4 +1,7 @@
-"""Finding the lines of a printed page: a page rendered from known text, boxes against truth."""
+"""Finding and reading the lines of a printed page: rendered pages with known boxes, a PDF made
+here and a real PDF page, read against poppler's text layer."""
+import os
+import subprocess
 
 import editdistance
 import numpy as np
@@ -8,9 +11,12 @@ from PIL import Image, ImageDraw
 from crnn_multigpu.cli import evaluate, predict
 from crnn_multigpu.cli.evaluate import SHIPPED_MODEL
 from crnn_multigpu.datasets.fonts import load_font
+from crnn_multigpu.datasets.lines import ascii_spelling
 from crnn_multigpu.page import LineBox, crop_line, find_lines, ink_mask, page_text
+from text_pdf import write_text_pdf
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu/"
+REAL_PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "simh_doc_page7.pdf")
 # (text, font file, size, x) of each line; None: a paragraph break. At 110 dpi, 10 pt is 15 px.
 PAGE = [
     ("1.2. What is this spec?", "DejaVuSans-Bold.ttf", 22, 90),
@@ -130,3 +136,58 @@ def test_page_and_lines_without_a_line_model_say_how_to_make_one(tmp_path, capsy
         assert error.count("\n") == 1 and "error: no --checkpoint given and no line model" \
             in error and "make train-lines" in error
     assert LineBox(0, 0, 1, 1, 0).row == 0
+
+
+# A page of prose and code, as a PDF made here: its text layer is known to be exactly this.
+PDF_LINES = [
+    "3.2 Saving and Restoring State",
+    None,
+    "The SAVE command writes the complete state of the simulator to a file.",
+    "It includes the contents of main memory and all registers (except for",
+    "network devices), and the I/O connections of the devices: 17 in all.",
+    "    save <filename> -- restore it with: restore <filename>",
+    "Note: the file format compresses zeroes; a 64 KB memory takes 2,048 bytes.",
+]
+
+
+def pdf_text_rows(pdf):
+    """The text layer's rows as poppler lays them out (``pdftotext -layout``), runs of spaces
+    collapsed, typographic characters spelt in ASCII, blank rows dropped."""
+    layout = subprocess.run(["pdftotext", "-layout", pdf, "-"], check=True,
+                            stdout=subprocess.PIPE).stdout.decode("utf-8")
+    rows = (" ".join(ascii_spelling(row).split()) for row in layout.splitlines())
+    return [row for row in rows if row]
+
+
+def read_pdf_page(pdf, tmp_path, capsys, dpi=110):
+    """Rasterise the PDF's first page with poppler and read it with ``crnn-predict --page``
+    and the shipped line model; the rows read, spaces collapsed as in pdf_text_rows."""
+    prefix = str(tmp_path / "page")
+    subprocess.run(["pdftoppm", "-gray", "-r", str(dpi), "-png", "-singlefile", pdf, prefix],
+                   check=True)
+    assert predict.main(["--page", prefix + ".png"]) == 0
+    return [" ".join(row.split()) for row in capsys.readouterr().out.splitlines()]
+
+
+def character_error_rate(read, truth):
+    return editdistance.eval("\n".join(read), "\n".join(truth)) / float(len("\n".join(truth)))
+
+
+def test_a_pdf_made_here_reads_as_its_text_layer(tmp_path, capsys):
+    pdf = str(tmp_path / "made.pdf")
+    write_text_pdf(pdf, PDF_LINES, DEJAVU + "DejaVuSerif.ttf", size=11)
+    truth = pdf_text_rows(pdf)
+    assert truth == [" ".join(line.split()) for line in PDF_LINES if line]  # poppler agrees
+    read = read_pdf_page(pdf, tmp_path, capsys)
+    assert len(read) == len(truth), read  # one output line per text line, in order
+    assert character_error_rate(read, truth) <= 0.03, list(zip(read, truth))
+    assert sum(r == t for r, t in zip(read, truth)) >= 3, list(zip(read, truth))
+
+
+def test_a_real_pdf_page_reads_as_its_text_layer(tmp_path, capsys):
+    # Page 7 of the SIMH user's guide (Debian package simh; MIT-style licence, see
+    # tests/data/README.md): Helvetica prose, Courier commands and a two-column table.
+    truth = pdf_text_rows(REAL_PAGE)
+    read = read_pdf_page(REAL_PAGE, tmp_path, capsys)
+    assert abs(len(read) - len(truth)) <= 2, list(zip(read, truth))
+    assert character_error_rate(read, truth) <= 0.05, list(zip(read, truth))
