@@ -91,4 +91,4 @@ $(VENVH)/.installed: requirements-tf1.txt pyproject.toml
 venv-horovod: $(VENVH)/.installed
 
 test-horovod: $(VENVH)/.installed
-	$(VENVH)/bin/horovodrun -np 2 -H localhost:2 --gloo $(VENVH)/bin/python scripts/horovod_check.py
+	$(VENVH)/bin/horovodrun -np 2 -H localhost:2 --gloo $(VENVH)/bin/python tests/horovod_check.py

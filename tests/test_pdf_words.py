@@ -1,4 +1,4 @@
-"""scripts/pdf_words.py on a hand-written PDF: words, labels, crop sizes, errors.
+"""scripts/pdf_words.py on a PDF written by the test (tests/text_pdf.py): words, labels, crop sizes, errors.
 
 Needs poppler-utils (pdftotext, pdftoppm); CI installs it. No TensorFlow here.
 """
@@ -11,36 +11,15 @@ import pytest
 from PIL import Image
 
 from crnn_multigpu.datasets import open_dataset
+from text_pdf import write_text_pdf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "pdf_words.py")
 SIZE, DPI = 24, 100
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 LINES = ["Hello world 42 x-ray", "ABCDEFGHIJKLMNOPQRSTUVWXYZ Zebra"]
 # Punctuated and over-long (26 characters) words are dropped; labels are lower case.
 EXPECTED = ["hello", "world", "42", "zebra"]
-
-
-def write_pdf(path, lines):
-    """A one-page PDF showing ``lines`` in the standard Helvetica font."""
-    text = "".join("BT /F1 %d Tf 72 %d Td (%s) Tj ET\n" % (SIZE, 700 - 50 * i, line)
-                   for i, line in enumerate(lines)).encode("ascii")
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
-               b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-               b"/Resources << /Font << /F1 5 0 R >> >> >>",
-               b"<< /Length %d >>\nstream\n%sendstream" % (len(text), text),
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]
-    data, offsets = b"%PDF-1.4\n", []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(data))
-        data += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(data)
-    data += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    data += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    data += (b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n"
-             % (len(objects) + 1, xref))
-    with open(path, "wb") as handle:
-        handle.write(data)
 
 
 def run_script(*args, **kwargs):
@@ -55,7 +34,7 @@ def pdf(tmp_path):
         pytest.fail("%s not found: these tests need poppler (apt-get install poppler-utils)"
                     % " and ".join(missing))
     path = str(tmp_path / "doc.pdf")
-    write_pdf(path, LINES)
+    write_text_pdf(path, LINES, FONT, size=SIZE, leading=2.0)
     return path
 
 

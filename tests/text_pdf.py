@@ -1,5 +1,7 @@
 """Write a one-page PDF of text lines in an embedded TrueType font, with a real text layer.
 
+Used by test_page.py and test_pdf_words.py.
+
 The tests need a PDF they made themselves (so they know every word on it) that poppler reads
 like any typeset document: rasterised by ``pdftoppm``, text extracted by ``pdftotext``. No PDF
 library is a dependency of the project, so this writes the few objects such a page needs.

@@ -1,7 +1,8 @@
 """Check: Horovod processes x local towers take the same steps as the plain model.
 
 Run with ``make test-horovod``, i.e.
-``horovodrun -np 2 -H localhost:2 --gloo .venv-horovod/bin/python scripts/horovod_check.py``.
+``horovodrun -np 2 -H localhost:2 --gloo .venv-horovod/bin/python tests/horovod_check.py``
+(a program, not a pytest module: Horovod starts the processes).
 Each process builds MultiGpuModel over 2 virtual CPU towers with the Horovod all-reduce as
 gradient processor, starts from variables broadcast from rank 0 (the other ranks perturb
 theirs first, so a missing broadcast shows) and trains 3 SGD steps on its own half of each
@@ -9,18 +10,14 @@ global batch. Every rank then compares its variables with the plain single-devic
 trained on the whole batches; rank 0 prints the verdict. Dense (Linear) and sparse
 (Embedding, IndexedSlices gradient) paths are both checked.
 """
-import os
 import sys
 
 import numpy as np
+import toy_models  # beside this file: Python puts a script's folder on sys.path
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
-
-from crnn_multigpu import MultiGpuModel, cpu_devices, session_config  # noqa: E402
-from crnn_multigpu import horovod as hvd_util  # noqa: E402
-from crnn_multigpu.compat import tf  # noqa: E402
-import toy_models  # noqa: E402
+from crnn_multigpu import MultiGpuModel, cpu_devices, session_config
+from crnn_multigpu import horovod as hvd_util
+from crnn_multigpu.compat import tf
 
 TOWERS, STEPS, GLOBAL_BATCH, LR = 2, 3, 16, 0.1
 RTOL, ATOL = 1e-5, 1e-6
