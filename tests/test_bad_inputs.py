@@ -17,6 +17,7 @@ from crnn_multigpu.cli import evaluate, generate, train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import FolderDataset, open_dataset
 from crnn_multigpu.devices import cpu_devices, tower_devices
+from waiting import HANG_GUARD
 
 
 def cli(main, argv, capsys):
@@ -255,7 +256,7 @@ def test_damaged_lmdb_is_one_line_naming_the_file(case, tiny_run, tmp_path):
     path = lmdb_copy(tmp_path, "db", damage)
     result = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.evaluate", "--checkpoint",
                              tiny_run, "--data", path], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+                            stderr=subprocess.PIPE, universal_newlines=True, timeout=HANG_GUARD)
     line = one_error_line(result.returncode, result.stderr)
     assert message in line and path in line, line
 

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from waiting import HANG_GUARD
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATIO_KEYS = ("wrapper1_vs_plain", "towers2_vs_towers1", "wrapper_vs_mirrored",
@@ -23,7 +24,7 @@ def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_pa
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", "benchmark.py"), "--quick", "--reps", "1",
          "--steps", "1", "--batch-size", "8", "--profile", "--json", out, "--data", tiny_dataset],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=HANG_GUARD)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "could not be built" not in result.stderr, result.stderr[-3000:]
     report = json.load(open(out))
@@ -39,7 +40,7 @@ def test_gpu_mode_on_a_machine_without_enough_gpus_says_so():
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", "benchmark.py"), "--quick", "--gpus"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-        timeout=300, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+        timeout=HANG_GUARD, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
     assert result.returncode == 2, result.stderr[-3000:]
     assert "--gpus: this configuration needs 1 GPU(s), 0 visible" in result.stderr
     assert "no configuration could be built" in result.stderr

@@ -21,8 +21,8 @@ from crnn_multigpu.compat import tf
 from crnn_multigpu.devices import session_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-START_TIMEOUT = 90  # seconds for a server process to import TensorFlow and listen
-STOP_TIMEOUT = 10
+START_TIMEOUT = HANG_GUARD  # a server imports TensorFlow and listens: waited for as a state
+STOP_TIMEOUT = 60  # a server exits on SIGTERM; a slower one is killed and reported
 LR = 0.1
 
 CLUSTER = {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"], "ps": ["127.0.0.1:2224"]}
@@ -185,7 +185,7 @@ def test_server_with_bad_cluster_file_exits_2_with_one_line(tmp_path):
     path = write_json(tmp_path / "bad.json", {"worker": ["127.0.0.1:notaport"]})
     done = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.server", "--cluster", path,
                            "--job", "worker", "--task", "0"], cwd=str(tmp_path), env=server_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=HANG_GUARD)
     err = done.stderr.decode()
     assert done.returncode == 2, err
     assert err.count("\n") == 1 and err.startswith("error: "), err

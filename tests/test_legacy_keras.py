@@ -7,6 +7,7 @@ import pytest
 
 from crnn_multigpu import legacy_keras
 from crnn_multigpu.compat import TF_VERSION
+from waiting import HANG_GUARD
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERAS_3_ERROR = "not available with Keras 3"
@@ -49,7 +50,7 @@ def test_a_fresh_process_builds_a_tf_layers_model_unless_opted_out(setting):
             "tf.layers.dense(x, 2)\n"
             "print('built', [v.op.name for v in tf.trainable_variables()])\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=HANG_GUARD)
     if setting == "0" and TF_VERSION[0] >= 2:
         assert done.returncode != 0 and KERAS_3_ERROR in done.stderr, done.stderr[-2000:]
     else:

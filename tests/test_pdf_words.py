@@ -1,4 +1,4 @@
-"""scripts/pdf_words.py on a PDF written by the test (tests/text_pdf.py): words, labels, crop sizes, errors.
+"""scripts/pdf_words.py on a PDF the test writes (tests/text_pdf.py): words, labels, crops, errors.
 
 Needs poppler-utils (pdftotext, pdftoppm); CI installs it. No TensorFlow here.
 """

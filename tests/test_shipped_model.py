@@ -8,6 +8,7 @@ from PIL import Image, ImageDraw
 from crnn_multigpu.cli.evaluate import SHIPPED_MODEL
 from crnn_multigpu.datasets import find_fonts, load_font
 from crnn_multigpu.inference import Recognizer
+from waiting import HANG_GUARD
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORDS = ["invoice", "Station", "PARKING", "number", "window", "Monday", "OPEN", "coffee",
@@ -46,7 +47,7 @@ def test_predict_uses_the_shipped_model_without_checkpoint(tmp_path):
     path = str(tmp_path / "word.png")
     draw_word("Welcome", find_fonts(chars="Welcome".lower())[0]).convert("RGB").save(path)
     done = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.predict", path],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=HANG_GUARD,
                           env=dict(os.environ, PYTHONPATH=REPO))
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == "%s\twelcome" % path

@@ -14,6 +14,7 @@ import pytest
 
 from crnn_multigpu import tflog
 from crnn_multigpu.compat import TF_VERSION
+from waiting import HANG_GUARD
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONEDNN_LINE = "oneDNN custom operations are on"
@@ -117,7 +118,7 @@ def tool(name, argv, tmp_path, **env_changes):
     env.update(env_changes)
     done = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli." + name] + argv,
                           cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=600)
+                          stderr=subprocess.PIPE, timeout=HANG_GUARD)
     return done.returncode, done.stderr.decode("utf-8", "replace")
 
 
