@@ -14,7 +14,7 @@ It first checks itself against tf_cnn_benchmarks' published figures (VGG16 and R
 from the project's layers, ``reference_cnns.py``), then prints the table for the paper-size
 CRNN. Method, sources and results: docs/benchmarks.md. Usage::
 
-    python scripts/transfer_model.py            # about 3-5 minutes on 2 cores
+    python scripts/transfer_model.py            # about 2.5 minutes on 2 cores
     python scripts/transfer_model.py --quick    # without ResNet-50 (its 8-tower graph is big)
 """
 import argparse
@@ -48,7 +48,7 @@ def _endpoint(device):
 
 
 def graph_flows(fetches):
-    """``[(source, destination, bytes)]`` crossing devices in one step; endpoints 'host' or GPU index."""
+    """The ``[(source, destination, bytes)]`` of one step; endpoints are 'host' or GPU indices."""
     links = transfers.bytes_by_link(transfers.cross_device_transfers(fetches))
     return [(_endpoint(s), _endpoint(d), b) for (s, d), b in sorted(links.items())]
 
@@ -245,14 +245,15 @@ def validate(models):
         error = pred_a / published - 1
         errors.append((run, error))
         print("%-44s %8.1f %8.0f %8.2f %7.2f %+7.1f%% %7.2f %8.0f/s" % (
-            run.label + ("" if run.stated else " (*)"), run.images_1, run.images_8, published, pred_a, 100 * error, pred_b,
-            run.batch / modelled[1][0]))
+            run.label + ("" if run.stated else " (*)"), run.images_1, run.images_8, published,
+            pred_a, 100 * error, pred_b, run.batch / modelled[1][0]))
     return errors
 
 
 def crnn_table(analyses, batch, utilization):
     """Predicted scaling of the paper-size CRNN per platform and strategy."""
-    print("\n== CRNN paper size (%d per GPU, 32x100 images): predicted scaling efficiency ==" % batch)
+    print("\n== CRNN paper size (%d per GPU, 32x100 images): predicted scaling efficiency =="
+          % batch)
     print("efficiency T(1)/T(N) at the GPU's peak fp32 rate (and at %d %% of it, in brackets); "
           "8-GPU step and images/s at peak" % round(100 * utilization))
     print("'8 local': 8-GPU images/s over 8 x those of one GPU with its variables on it (no "
@@ -264,8 +265,8 @@ def crnn_table(analyses, batch, utilization):
         for name, strategy in STRATEGIES.values():
             peak = predict(analyses, strategy, platform)
             slow = predict(analyses, strategy, platform, platform.gpu.flops * utilization)
-            cells = ["%5.1f (%5.1f)" % (100 * peak[1][0] / peak[n][0], 100 * slow[1][0] / slow[n][0])
-                     for n in (2, 4, 8)]
+            cells = ["%5.1f (%5.1f)" % (100 * peak[1][0] / peak[n][0],
+                                        100 * slow[1][0] / slow[n][0]) for n in (2, 4, 8)]
             local = peak[1][1] / peak[8][0]  # against the compute-only step of one GPU
             print("%-22s %-36s %14s %14s %14s %7.1f%% %9.2f %8.0f" % (
                 platform.name, name, cells[0], cells[1], cells[2], 100 * local,
@@ -277,9 +278,9 @@ def crnn_table(analyses, batch, utilization):
     for platform in (p for p in PLATFORMS.values() if p.in_table):
         passed = [name for local, name, _ in verdicts[platform.name] if local >= 0.95]
         best = max(verdicts[platform.name])
-        print("  %-22s %s" % (platform.name, ", ".join(passed) or
-                              "none; best %s at %.1f %%, which needs >= %d examples per GPU for 95 %%"
-                              % (best[1], 100 * best[0], best[2] + 1)))
+        fallback = ("none; best %s at %.1f %%, which needs >= %d examples per GPU for 95 %%"
+                    % (best[1], 100 * best[0], best[2] + 1))
+        print("  %-22s %s" % (platform.name, ", ".join(passed) or fallback))
 
 
 def crnn_static_shapes(batch, width=100, label_length=10):
@@ -308,14 +309,15 @@ def main(argv=None):
     parser.add_argument("--crnn-batch", type=int, default=64, help="CRNN examples per GPU")
     parser.add_argument("--utilization", type=float, default=0.5,
                         help="second compute rate, as a fraction of peak (default 0.5: ResNet-50 "
-                             "on P100 in tf_cnn_benchmarks reached 51 %%)")
+                             "on P100 in tf_cnn_benchmarks reached 48 %%)")
     args = parser.parse_args(argv)
     print("Building training graphs (graph only, towers on /gpu:0.., variables on the host CPU)")
     models = {}
     cnns = [(VGG16, 64), (VGG16, 32)] + ([] if args.quick else [(ResNet50, 64)])
     for cls, batch in cnns:
         models[(cls.__name__, batch)] = {
-            n: timed("%s batch %d x %d" % (cls.__name__, batch, n), lambda: build(cls, n, batch=batch))
+            n: timed("%s batch %d x %d" % (cls.__name__, batch, n),
+                     lambda: build(cls, n, batch=batch))
             for n in (1, 8)}
     errors = validate(models)
     print("(*) configuration not stated on the page (assumed: the batch-64 one)")
