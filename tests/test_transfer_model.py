@@ -1,0 +1,56 @@
+"""The byte counter behind scripts/transfer_model.py (crnn_multigpu.transfers).
+
+The tiny linear model has a 3x2 kernel and a 2-vector bias (32 bytes of float32): with the
+variables on the host, each tower reads both and sends back both gradients, plus its loss and
+its example count (two 4-byte scalars) for the weighted mean.
+"""
+import re
+
+from crnn_multigpu import transfers
+from crnn_multigpu.compat import tf
+from crnn_multigpu.towers import MultiGpuModel
+from toy_models import IN_DIM, OUT_DIM, Linear, make_batch
+
+VARIABLE_BYTES = (IN_DIM * OUT_DIM + OUT_DIM) * 4
+SCALARS = 2 * 4  # the tower's loss and its example count
+
+
+def test_two_gpu_towers_move_each_variable_and_gradient_once_per_tower():
+    wrapper = MultiGpuModel(Linear, devices=["/gpu:0", "/gpu:1"])  # graph only: no GPU needed
+    links = transfers.bytes_by_link(transfers.cross_device_transfers(wrapper.objective))
+    host, gpu0, gpu1 = "/device:CPU:0", "/device:GPU:0", "/device:GPU:1"
+    assert links == {(host, gpu0): VARIABLE_BYTES, (host, gpu1): VARIABLE_BYTES,
+                     (gpu0, host): VARIABLE_BYTES + SCALARS, (gpu1, host): VARIABLE_BYTES + SCALARS}
+
+
+def test_the_count_matches_the_send_ops_tensorflow_inserts(make_session):
+    """On virtual CPUs the runtime's partitioned graphs show every real transfer of a step.
+
+    Each distinct (tensor, destination) is compared: TF 1.15 sends a tensor a second time to a
+    device where a Shape op also reads it (through a relay node ``<name>/_<n>``), which the
+    counter, like TF 2's grappler that folds such Shape ops, does not count.
+    """
+    wrapper = MultiGpuModel(Linear, devices=["/cpu:1", "/cpu:2"])
+    session = make_session()
+    session.run(tf.global_variables_initializer())
+    metadata = tf.RunMetadata()
+    session.run(wrapper.objective, wrapper.feed_dict(wrapper.split(make_batch(6))),
+                options=tf.RunOptions(output_partition_graphs=True), run_metadata=metadata)
+    graph = wrapper.objective.graph
+    sent = {}
+    for partition in metadata.partition_graphs:
+        for node in partition.node:
+            if node.op != "_Send" or node.input[0].startswith("_arg_"):  # fed inputs aside
+                continue
+            node_name, _, slot = node.input[0].partition(":")
+            name = "%s:%s" % (re.sub(r"/_\d+$", "", node_name), slot or "0")
+            destination = tf.DeviceSpec.from_string(node.attr["recv_device"].s.decode())
+            sent[(name, destination.device_index)] = node.attr["send_device"].s.decode()
+    links = {}
+    for (name, destination), source in sent.items():
+        tensor = graph.get_tensor_by_name(name)
+        key = ("/device:CPU:%d" % tf.DeviceSpec.from_string(source).device_index,
+               "/device:CPU:%d" % destination)
+        links[key] = links.get(key, 0) + tensor.shape.num_elements() * tensor.dtype.size
+    counted = transfers.bytes_by_link(transfers.cross_device_transfers(wrapper.objective))
+    assert counted == links
