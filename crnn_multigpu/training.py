@@ -10,8 +10,8 @@ Feed-free mode (``batch_for_step=None``): the wrapper was built with an
 yield the batch of each global step themselves; each step then only runs
 ``objective`` (with the small constant ``feed``, e.g. ``training=True``).
 """
+import itertools
 import logging
-import queue
 import signal
 import sys
 import threading
@@ -19,6 +19,7 @@ import time
 
 from crnn_multigpu.checkpoints import CheckpointSaver, NonFiniteStateError
 from crnn_multigpu.compat import tf
+from crnn_multigpu.datasets.batching import prefetch
 from crnn_multigpu.datasets.pipeline import InputPipeline
 from crnn_multigpu.sharding import batch_size
 from crnn_multigpu.towers import NONFINITE_MESSAGE
@@ -29,44 +30,6 @@ log = logging.getLogger(__name__)
 class NonFiniteLossError(RuntimeError):
     """Raised when a step's loss or gradient is NaN/Inf and the policy is to stop."""
     user_facing = True
-
-
-class Prefetcher(object):
-    """Computes ``batch_for_step(step)`` for the next steps in a background thread."""
-
-    def __init__(self, batch_for_step, first_step, depth=4):
-        self._queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._work, args=(batch_for_step, first_step),
-                                        daemon=True)
-        self._thread.start()
-
-    def _work(self, batch_for_step, step):
-        while not self._stop.is_set():
-            try:
-                item = (step, batch_for_step(step), None)
-            except Exception as error:  # handed to the consumer, which raises it
-                item = (step, None, error)
-            while not self._stop.is_set():
-                try:
-                    self._queue.put(item, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
-            if item[2] is not None:
-                return
-            step += 1
-
-    def get(self):
-        """The next (step, batch); re-raises an error of the producing thread."""
-        step, batch, error = self._queue.get()
-        if error is not None:
-            raise error
-        return step, batch
-
-    def close(self):
-        self._stop.set()
-        self._thread.join(timeout=5)
 
 
 class StopRequested(object):
@@ -169,14 +132,16 @@ class Trainer(object):
             self._check_pipeline_start(step)
             if wrapper.batch_size is not None:
                 fetches["images"] = wrapper.batch_size
-        prefetcher = None if feed_free else Prefetcher(self.batch_for_step, step)
+        # The batches of the coming steps are made ahead, on a thread, while this one runs.
+        batches = None if feed_free else prefetch(
+            (s, self.batch_for_step(s)) for s in itertools.count(step))
         window_start, window_images, last = time.time(), 0, {}
         try:
             with StopRequested() as stop:
                 while step < steps and not stop:
                     feed = dict(self.feed)
                     if not feed_free:
-                        batch_step, batch = prefetcher.get()
+                        batch_step, batch = next(batches)
                         assert batch_step == step, "batch for step %d arrived at step %d" % (
                             batch_step, step)
                         feed.update(wrapper.feed_dict(wrapper.split(batch)))
@@ -209,8 +174,8 @@ class Trainer(object):
             self._save_after_error(session, step)
             raise
         finally:
-            if prefetcher is not None:
-                prefetcher.close()
+            if batches is not None:
+                batches.close()
             if self.writer is not None:
                 self.writer.flush()
         if self.saver and step > 0:
