@@ -50,8 +50,8 @@ def variable_bytes(op):
 class Strategy(object):
     """The hooks ``MultiGpuModel`` calls while it builds; subclasses choose the placement.
 
-    Order of calls: ``setup(devices)``; per tower ``variable_scope`` and ``place``; after each
-    tower ``tower_built``; ``tower_variables`` for the gradients; ``reduce``; after the optimizer
+    Order of calls: ``setup(devices)``; per tower ``variable_scope`` and ``place``; after tower
+    0 ``plain_variables``; ``tower_variables`` for the gradients; ``reduce``; after the optimizer
     step ``finish``; then ``post_init_op``, ``savable_variables`` and ``owns``.
     """
 
@@ -71,8 +71,8 @@ class Strategy(object):
         """The device of a variable op created while tower ``index`` is built."""
         raise NotImplementedError
 
-    def tower_built(self, index, variables):
-        """Hook after tower ``index``; ``variables`` are the plain trainable ones (tower 0's)."""
+    def plain_variables(self, variables):
+        """Hook after tower 0 is built: ``variables`` are the plain trainable ones it created."""
 
     def tower_variables(self, index, variables):
         """Tower ``index``'s copies of the plain ``variables`` (the same ones when shared)."""
@@ -231,9 +231,8 @@ class Replicated(Strategy):
     def place(self, index, op):
         return self.devices[index]
 
-    def tower_built(self, index, variables):
-        if index == 0:
-            self._trainable = set(id(v) for v in variables)
+    def plain_variables(self, variables):
+        self._trainable = set(id(v) for v in variables)
 
     def tower_variables(self, index, variables):
         return [self._replicas.get((index, id(v)), v) for v in variables]

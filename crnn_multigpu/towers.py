@@ -3,7 +3,7 @@
 The data path through this module is one straight line::
 
     batch -> split -> shard per tower -> tower placeholders (feed_dict)
-          -> tower loss -> tower gradients -> weighted mean -> one optimizer step
+          -> tower loss -> tower gradients -> combined by the strategy -> one optimizer step
 
 Tower 0 creates the variables exactly as the model would alone (same names, no
 tower prefix, so checkpoints move freely between tower counts, strategies and
@@ -61,7 +61,8 @@ class MultiGpuModel(object):
       check_finite: make ``objective`` fail, before any variable changes, when the
         loss or a gradient is NaN/Inf (the error message contains NONFINITE_MESSAGE).
       gradient_processors: functions ``grads_and_vars -> grads_and_vars`` applied in order to
-        the tower-averaged gradients, before clipping (e.g. a cross-process all-reduce).
+        the tower-averaged gradients, before clipping (e.g. a cross-process all-reduce); under
+        ``Replicated`` once per tower's copy.
       input_fn: optional feed-free input: ``input_fn(tower_index, n_towers)`` returns the
         tower's input tensors (e.g. from ``tf.data``), passed to the model as ``inputs=``.
         Models use them as defaults of their placeholders, so ``feed_dict`` still works.
@@ -171,7 +172,7 @@ class MultiGpuModel(object):
                 tower0_vars = tf.trainable_variables()[n_trainable:]
                 self.model_variables = tf.global_variables()[n_global:]
                 tower0_updates = updates
-                self.strategy.tower_built(0, tower0_vars or tf.trainable_variables())
+                self.strategy.plain_variables(tower0_vars or tf.trainable_variables())
             else:
                 self._refuse_unshared(index, created)
                 # Moving statistics are taken from tower 0's shard: one update per step, as

@@ -276,3 +276,27 @@ def test_ring_all_reduce_gives_every_device_the_sum(make_session):
     for result in results:
         np.testing.assert_allclose(result, sum(values), rtol=1e-6)
         np.testing.assert_array_equal(result, results[0])  # bitwise equal copies
+
+
+@pytest.mark.parametrize("name", ["ps-towers", "replicated-packed"])
+def test_function_style_under_a_strategy(make_session, name):
+    batch = toys.make_batch(8)
+    expected = plain_run(toys.Linear, [batch], make_session, sgd)
+    x = tf.placeholder(tf.float32, [None, toys.IN_DIM])
+    y = tf.placeholder(tf.float32, [None, toys.OUT_DIM])
+
+    def model_fn(inputs):
+        kernel, bias = toys.initial_weights()
+        return tf.matmul(inputs, tf.get_variable("w", initializer=kernel)) + \
+            tf.get_variable("b", initializer=bias)
+
+    def loss_fn(outputs, labels):
+        return tf.reduce_mean(tf.reduce_sum(tf.square(outputs - labels), axis=1))
+
+    wrapper = MultiGpuModel.from_function(model_fn, loss_fn, x, y, devices=cpu_devices(3),
+                                          optimizer=sgd(), strategy=STRATEGIES[name]())
+    session = start(wrapper, make_session)
+    session.run(wrapper.objective, {x: batch["x"], y: batch["y"]})
+    for tower in copies(wrapper, session):
+        for variable in ("w", "b"):
+            np.testing.assert_allclose(tower[variable], expected[variable], rtol=1e-5, atol=1e-6)

@@ -21,7 +21,8 @@ from crnn_multigpu.datasets import make_batch, open_dataset
 from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.pipeline import make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
-from crnn_multigpu.devices import close_session, cpu_devices, session_config, visible_gpus
+from crnn_multigpu.devices import (close_session, cpu_devices, session_config, tower_devices,
+                                   visible_gpus)
 from crnn_multigpu.inference import decode_rows
 from crnn_multigpu.metrics import text_metrics
 from crnn_multigpu.towers import MultiGpuModel
@@ -120,11 +121,10 @@ def resolve_devices(args):
         return towers, variable_device, cluster.chief_target(spec), 1
     gpus = visible_gpus()
     if gpus:
-        count = args.towers or len(gpus)
-        if count > len(gpus):
+        if args.towers and args.towers > len(gpus):
             raise ValueError("--towers %d but only %d GPU(s) are visible (%s)"
-                             % (count, len(gpus), ", ".join(gpus)))
-        return gpus[:count], None, "", 1
+                             % (args.towers, len(gpus), ", ".join(gpus)))
+        return tower_devices(n_gpus=args.towers), None, "", 1
     count = args.towers or 1
     return cpu_devices(count), "/cpu:0", "", count
 
