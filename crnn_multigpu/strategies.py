@@ -6,8 +6,8 @@ everything that depends on placement; it decides none of it itself:
 - ``ParameterServer()`` (the default): one copy of every variable on one device (the host CPU,
   or ``device=``); every tower reads it and sends its gradients there to be averaged.
 - ``ParameterServer("towers")``: still one copy of each variable, but spread over the tower
-  devices by bytes, and each gradient is averaged on its variable's device, so no single bus
-  carries all the traffic.
+  devices by bytes (greedy, in creation order), and each gradient is averaged on its
+  variable's device, so no single bus carries all the traffic.
 - ``Replicated(all_reduce=...)``: every tower has its own copy; the towers' gradients are summed
   by an all-reduce (NCCL on GPUs, a ring of plain ops anywhere) and every copy takes the same
   step. Tower 0's copy keeps the plain names (it is what checkpoints hold); the others are
@@ -109,9 +109,10 @@ class ParameterServer(Strategy):
 
     Args:
       device: a device string for the copy (default: the host CPU of the first tower), or
-        ``"towers"``: spread the variables over the tower devices, each new variable to the
-        device holding the fewest bytes so far (largest first within what is known when the
-        variable is created: a one-pass build sees the variables in creation order).
+        ``"towers"``: spread the variables over the tower devices, each variable, as it is
+        created, to the device holding the fewest bytes so far. (A greedy balance in creation
+        order: the one-pass build cannot see later variables, so it cannot place the largest
+        first; the worst device holds at most the fair share plus the largest variable.)
       num_packs: concatenate the towers' dense gradients into at most this many buffers per
         reducing device before averaging (0: one transfer per gradient).
     """
@@ -125,13 +126,13 @@ class ParameterServer(Strategy):
         if device not in (None, "towers"):
             tf.DeviceSpec.from_string(device)  # a malformed string fails here, naming itself
         self.device = device
+        self.name = "ps-towers" if device == "towers" else "ps"
         self.num_packs = _check_packs(num_packs)
         self._loads = None
 
     def setup(self, devices):
         Strategy.setup(self, devices)
         if self.device == "towers":
-            self.name = "ps-towers"
             self._loads = dict((d, 0) for d in self.devices)
             self._placed = {}
         elif self.device is not None:
@@ -205,6 +206,7 @@ class Replicated(Strategy):
             "ring" if not_gpu else "nccl")
         self._replicas = {}  # (tower index, id(plain variable)) -> replica
         self._pairs = []     # (tower index, plain variable, replica)
+        self._replica_ops = set()
 
     def variable_scope(self, index, outer_scope):
         if index == 0:
@@ -225,6 +227,7 @@ class Replicated(Strategy):
                                use_resource=kwargs.get("use_resource"))
                 self._replicas[key] = replica
                 self._pairs.append((index, plain, replica))
+                self._replica_ops.add(replica.op.name)
             return self._replicas[key]
         return custom_getter
 
@@ -238,7 +241,7 @@ class Replicated(Strategy):
         return [self._replicas.get((index, id(v)), v) for v in variables]
 
     def owns(self, variable_op):
-        return any(r.op is variable_op for _, _, r in self._pairs)
+        return variable_op.name in self._replica_ops
 
     def reduce(self, tower_grads_and_vars, weights):
         fractions = grad_ops.tower_fractions(weights)
