@@ -52,7 +52,8 @@ class Strategy(object):
 
     Order of calls: ``setup(devices)``; per tower ``variable_scope`` and ``place``; after tower
     0 ``plain_variables``; ``tower_variables`` for the gradients; ``reduce``; after the optimizer
-    step ``finish``; then ``post_init_op``, ``savable_variables`` and ``owns``.
+    step ``finish``; then ``post_init_op`` and ``savable_variables``. ``owns`` may be asked
+    at any time after ``setup``.
     """
 
     name = "strategy"
@@ -98,6 +99,19 @@ class Strategy(object):
     def own_variables(self):
         """Variables (replicas and their optimizer slots) a checkpoint must not hold."""
         return []
+
+    def savable_variables(self, model_variables, optimizer, global_step):
+        """What a checkpoint holds: the plain model's variables, the optimizer's variables
+        for them (slots, and non-slot ones such as Adam's beta powers), the global step."""
+        excluded = set(id(v) for v in self.own_variables())
+        candidates = list(model_variables) + (optimizer.variables() if optimizer else []) + \
+            ([global_step] if global_step is not None else [])
+        chosen, seen = [], set()
+        for variable in candidates:
+            if id(variable) not in excluded and id(variable) not in seen:
+                seen.add(id(variable))
+                chosen.append(variable)
+        return chosen
 
     def describe(self):
         """A few words for the log: where the variables are."""

@@ -145,7 +145,8 @@ class MultiGpuModel(object):
             self.summary_op = self._summaries()
         self.strategy.finish(self.optimizer)
         self.post_init_op = self.strategy.post_init_op()
-        self.savable_variables = self._savable_variables()
+        self.savable_variables = self.strategy.savable_variables(
+            self.model_variables, self.optimizer, self.global_step)
 
     # -- graph building ---------------------------------------------------
 
@@ -315,18 +316,6 @@ class MultiGpuModel(object):
                 tf.control_dependencies(guards):
             apply_op = self.optimizer.apply_gradients(every_copy, global_step=self.global_step)
         return tf.group(apply_op, *self.update_ops, name="objective")
-
-    def _savable_variables(self):
-        """The plain model's variables, the optimizer's variables for them, the global step."""
-        excluded = set(id(v) for v in self.strategy.own_variables())
-        optimizer_variables = self.optimizer.variables() if self.optimizer is not None else []
-        extra = [self.global_step] if self.global_step is not None else []
-        chosen, seen = [], set()
-        for variable in self.model_variables + optimizer_variables + extra:
-            if id(variable) not in excluded and id(variable) not in seen:
-                seen.add(id(variable))
-                chosen.append(variable)
-        return chosen
 
     def _summaries(self):
         summaries = [tf.summary.scalar("train/loss", self.loss)]
