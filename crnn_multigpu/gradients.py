@@ -164,6 +164,15 @@ def ring_all_reduce(tensors, devices):
     if n == 1:
         return list(tensors)
     shape = tensors[0].shape
+    if not shape.is_fully_defined():
+        # The chunks need a known size; sum on the first device and copy the sum out.
+        with tf.device(devices[0]):
+            total = tf.add_n(tensors)
+        results = []
+        for device in devices:
+            with tf.device(device):
+                results.append(tf.identity(total))
+        return results
     size = shape.num_elements()
     chunk_sizes = [size // n + (1 if i < size % n else 0) for i in range(n)]
     chunks = []

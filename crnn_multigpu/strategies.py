@@ -236,9 +236,9 @@ class Replicated(Strategy):
             if key not in self._replicas:
                 # The plain copy's initial value: equal right after initialisation too.
                 replica = getter("replica_%d/%s" % (index, name), initializer=plain.initial_value,
-                               dtype=plain.dtype.base_dtype, trainable=False, reuse=False,
-                               collections=[tf.GraphKeys.GLOBAL_VARIABLES],
-                               use_resource=kwargs.get("use_resource"))
+                                 dtype=plain.dtype.base_dtype, trainable=False, reuse=False,
+                                 collections=[tf.GraphKeys.GLOBAL_VARIABLES],
+                                 use_resource=kwargs.get("use_resource"))
                 self._replicas[key] = replica
                 self._pairs.append((index, plain, replica))
                 self._replica_ops.add(replica.op.name)
@@ -258,13 +258,15 @@ class Replicated(Strategy):
         return variable_op.name in self._replica_ops
 
     def reduce(self, tower_grads_and_vars, weights):
+        if len(tower_grads_and_vars) == 1:
+            return [(self.devices[0], list(tower_grads_and_vars[0]))]
+        # Each tower scales its own gradients by its share of the examples, so the
+        # all-reduced sum is the exact example-weighted mean.
         fractions = grad_ops.tower_fractions(weights)
         grads = []
         for pairs, fraction, device in zip(tower_grads_and_vars, fractions, self.devices):
             with tf.device(device):
                 grads.append(grad_ops.scale_all([g for g, _ in pairs], fraction))
-        if len(grads) == 1:
-            return [(self.devices[0], list(tower_grads_and_vars[0]))]
         packing = grad_ops.Packing(grads[0], self.num_packs)
         packs = []
         for tower, device in zip(grads, self.devices):

@@ -300,3 +300,12 @@ def test_function_style_under_a_strategy(make_session, name):
     for tower in copies(wrapper, session):
         for variable in ("w", "b"):
             np.testing.assert_allclose(tower[variable], expected[variable], rtol=1e-5, atol=1e-6)
+
+
+def test_ring_all_reduce_of_tensors_of_unknown_shape(make_session):
+    devices = cpu_devices(2)
+    inputs = [tf.placeholder(tf.float32, [None]) for _ in devices]
+    summed = grad_ops.ring_all_reduce(inputs, devices)
+    results = make_session().run(summed, {inputs[0]: [1.0, 2.0], inputs[1]: [10.0, 20.0]})
+    for result in results:
+        np.testing.assert_array_equal(result, [11.0, 22.0])
