@@ -1,7 +1,7 @@
 """crnn_multigpu: train a single-device TensorFlow graph-mode model on many devices.
 
-Public names: ``MultiGpuModel`` (the tower wrapper), ``CRNN``, ``Charset`` and the
-device helpers. They are imported on first use, so tools that need no TensorFlow
+Public names: ``MultiGpuModel`` (the tower wrapper), its placement strategies
+(``ParameterServer``, ``Replicated``), ``CRNN``, ``Charset`` and the device helpers. They are imported on first use, so tools that need no TensorFlow
 (``crnn-generate``) start without loading it.
 """
 import importlib
@@ -10,6 +10,8 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "MultiGpuModel": "crnn_multigpu.towers",
+    "ParameterServer": "crnn_multigpu.strategies",
+    "Replicated": "crnn_multigpu.strategies",
     "CRNN": "crnn_multigpu.crnn",
     "Charset": "crnn_multigpu.charset",
     "cluster_devices": "crnn_multigpu.devices",

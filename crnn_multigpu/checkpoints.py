@@ -313,8 +313,10 @@ class FiniteCheck(object):
 class CheckpointSaver(object):
     """Periodic saving of the full training state that never loses a good checkpoint.
 
-    The full state is every global variable: weights, optimizer slots, batch-norm
-    moving statistics and the global step, so a resumed run continues exactly.
+    The full state is ``var_list`` (default: every global variable); a trainer passes its
+    wrapper's ``savable_variables``: weights, optimizer slots, batch-norm moving statistics
+    and the global step under their plain names, so a resumed run continues exactly, under
+    any placement strategy and tower count.
     Before a save, the variables are checked to be finite (a diverged run can poison
     batch-norm statistics or optimizer slots while its loss still looks finite);
     files of an existing checkpoint are never replaced.

@@ -132,11 +132,17 @@ def default_variable_device(tower_device_list):
 
 
 def tower_device_function(tower_device, variable_device):
-    """A device function placing variables on ``variable_device`` and all else on the tower."""
+    """A device function placing variables on ``variable_device`` and all else on the tower.
+
+    ``variable_device`` is a device string, or a callable ``op -> device string`` that
+    chooses per variable (a placement strategy).
+    """
+    choose = variable_device if callable(variable_device) else (lambda op: variable_device)
+
     def place(op):
         if op.device:  # an explicit tf.device inside the model wins
             return op.device
-        return variable_device if op.type in VARIABLE_OP_TYPES else tower_device
+        return choose(op) if op.type in VARIABLE_OP_TYPES else tower_device
     return place
 
 

@@ -1,8 +1,10 @@
-"""Single-device inference from a training run: the plain CRNN, restored from a checkpoint.
+"""Inference from a training run: the CRNN restored from a checkpoint, on one or more towers.
 
 Checkpoints hold variables under the plain model's names (no tower prefix),
-so whatever the number of towers a run was trained on, inference builds the
-model alone on one device and restores it.
+so whatever the number of towers and the placement a run was trained with,
+inference builds the model on the towers it wants (one: exactly the plain
+model) and restores it. With several towers each batch is split between them
+and their outputs joined in batch order: the same outputs as one device.
 """
 import logging
 
@@ -13,8 +15,11 @@ from crnn_multigpu.checkpoints import load_config, require_checkpoint
 from crnn_multigpu.compat import tf
 from crnn_multigpu.crnn import CRNN
 from crnn_multigpu.datasets import load_image, make_batch
-from crnn_multigpu.devices import session_config
+from crnn_multigpu.devices import first_devices, session_config
 from crnn_multigpu.metrics import text_metrics
+from crnn_multigpu.sharding import batch_size as count_examples
+from crnn_multigpu.sharding import split_batch
+from crnn_multigpu.towers import MultiGpuModel
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +40,13 @@ class Recognizer(object):
         charset (also settable later as ``recognizer.lexicon``): every transcription
         is then post-processed by it, and its log probability is log p(text | image)
         summed over all CTC alignments instead of that of the best path.
+      towers: run each batch over this many towers (the first GPUs, else virtual CPUs).
+      strategy: the towers' placement (``crnn_multigpu.strategies``; default: one copy of
+        the variables on the host CPU).
     """
 
-    def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None):
+    def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,
+                 strategy=None):
         self.config = load_config(run_dir)
         self.charset = Charset(self.config["charset"])
         self.lexicon = lexicon
@@ -45,10 +54,14 @@ class Recognizer(object):
         self.checkpoint = require_checkpoint(run_dir, checkpoint)
         self.graph = tf.Graph()
         with self.graph.as_default():
-            self.model = CRNN(beam_width=beam_width, **self.config["model"])
-            saver = tf.train.Saver(tf.global_variables())
-        self.session = tf.Session(graph=self.graph, config=session_config(1))
+            self.towers = MultiGpuModel(CRNN, devices=first_devices(towers), strategy=strategy,
+                                        train=False, beam_width=beam_width,
+                                        **self.config["model"])
+            self.model = self.towers.models[0]  # the plain model
+            saver = tf.train.Saver(self.towers.model_variables)
+        self.session = tf.Session(graph=self.graph, config=session_config(towers))
         saver.restore(self.session, self.checkpoint)
+        self.session.run(self.towers.post_init_op)
         log.info("restored %s", self.checkpoint)
 
     @property
@@ -69,16 +82,24 @@ class Recognizer(object):
         return CRNN.time_steps(self.image_width) if self.image_width else None
 
     def _run(self, batch, frames):
-        """(texts, log probabilities, per-image frame log-probabilities or None) of a ``Batch``."""
-        fetches = [self.model.predict, self.model.log_prob]
-        if frames:
-            fetches += [self.model.log_probs_per_frame, self.model.seq_lengths]
-        values = self.session.run(fetches, self.model.feed_dict(batch, training=False))
-        texts, log_probs = decode_rows(self.charset, values[0]), [float(p) for p in values[1]]
-        if not frames:
-            return texts, log_probs, None
-        per_frame, lengths = values[2], values[3]  # [T, B, C], [B]
-        return texts, log_probs, [per_frame[:n, i] for i, n in enumerate(lengths)]
+        """(texts, log probabilities, per-image frame log-probabilities or None) of a ``Batch``.
+
+        The batch is split over the towers (fewer when it has fewer images than towers).
+        """
+        models = self.towers.models[:count_examples(batch)]
+        fetches, feed = [], {}
+        for model, shard in zip(models, split_batch(batch, len(models))):
+            fetches.append([model.predict, model.log_prob] +
+                           ([model.log_probs_per_frame, model.seq_lengths] if frames else []))
+            feed.update(model.feed_dict(shard, training=False))
+        texts, log_probs, per_image = [], [], []
+        for values in self.session.run(fetches, feed):
+            texts.extend(decode_rows(self.charset, values[0]))
+            log_probs.extend(float(p) for p in values[1])
+            if frames:
+                per_frame, lengths = values[2], values[3]  # [T, B, C], [B]
+                per_image.extend(per_frame[:n, i] for i, n in enumerate(lengths))
+        return texts, log_probs, per_image if frames else None
 
     def frame_log_probs(self, batch):
         """Per-image log-probabilities ``[T_i, num_classes]`` (valid frames; blank last)."""

@@ -3,24 +3,29 @@
 The data path through this module is one straight line::
 
     batch -> split -> shard per tower -> tower placeholders (feed_dict)
-          -> tower loss -> tower gradients -> weighted mean -> one optimizer step
+          -> tower loss -> tower gradients -> combined by the strategy -> one optimizer step
 
-Variables are shared by variable-scope reuse: tower 0 creates them exactly as
-the model would alone (same names, no tower prefix, so checkpoints move freely
-between tower counts and single-device inference), later towers reuse them.
+Tower 0 creates the variables exactly as the model would alone (same names, no
+tower prefix, so checkpoints move freely between tower counts, strategies and
+single-device inference); later towers reuse them. Where the variables live and
+how the tower gradients are combined is the placement strategy's business
+(``strategies``: one parameter-server copy by default, or replicas kept equal by
+an all-reduce); this module asks it and decides nothing about placement.
 
 Two ways in: the class style (a model class with placeholders and ``feed_dict``,
 fed one shard per tower) and the function style (``MultiGpuModel.from_function``:
 a model function, a loss function and whole-batch tensors split in the graph;
 see ``function_style``). Both build their towers through the same code below.
 """
+import functools
 import logging
 from contextlib import nullcontext
 
 from crnn_multigpu import gradients as grad_ops
+from crnn_multigpu import strategies
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import (VARIABLE_OP_TYPES, default_variable_device, host_device,
-                                   tower_device_function, tower_devices)
+from crnn_multigpu.devices import (VARIABLE_OP_TYPES, host_device, tower_device_function,
+                                   tower_devices)
 from crnn_multigpu.function_style import FunctionTower, WholeBatch
 from crnn_multigpu.sharding import batch_size as count_examples
 from crnn_multigpu.sharding import split_batch
@@ -50,16 +55,26 @@ class MultiGpuModel(object):
       optimizer: a ``tf.train.Optimizer``, or a callable ``f(global_step) -> Optimizer``
         (the hook for learning-rate schedules); default Adam(1e-3).
       devices: explicit tower device strings; overrides ``n_gpus``.
-      variable_device: where the single copy of the variables lives (default: host CPU).
+      variable_device: where the single copy of the variables lives (default: host CPU);
+        short for ``strategy=ParameterServer(device=variable_device)``.
       clip_norm: clip the averaged gradients to this global norm (None: no clipping).
       check_finite: make ``objective`` fail, before any variable changes, when the
         loss or a gradient is NaN/Inf (the error message contains NONFINITE_MESSAGE).
       gradient_processors: functions ``grads_and_vars -> grads_and_vars`` applied in order to
-        the tower-averaged gradients, before clipping (e.g. a cross-process all-reduce).
+        the tower-averaged gradients, before clipping (e.g. a cross-process all-reduce); under
+        ``Replicated`` once per tower's copy.
       input_fn: optional feed-free input: ``input_fn(tower_index, n_towers)`` returns the
         tower's input tensors (e.g. from ``tf.data``), passed to the model as ``inputs=``.
         Models use them as defaults of their placeholders, so ``feed_dict`` still works.
+      strategy: where variables live and how tower gradients are combined
+        (``crnn_multigpu.strategies``); default ``ParameterServer()``. One object per wrapper.
+      train: False builds the towers only (inference): no optimizer, no training step.
       **model_kwargs: passed to ``model_cls``.
+
+    After building: ``variables`` (the plain-named trainable variables), ``model_variables``
+    (every variable of the plain model), ``savable_variables`` (what a checkpoint holds:
+    ``tf.train.Saver(var_list=wrapper.savable_variables)``) and ``post_init_op`` (run it after
+    initialising or restoring: it makes replicas equal to the plain copy).
     """
 
     model_cls = None
@@ -67,7 +82,7 @@ class MultiGpuModel(object):
     @classmethod
     def from_function(cls, model_fn, loss_fn, inputs, labels, n_gpus=None, devices=None,
                       optimizer=None, variable_device=None, clip_norm=None, check_finite=True,
-                      gradient_processors=()):
+                      gradient_processors=(), strategy=None):
         """The function style: a model function, a loss function and whole-batch tensors.
 
         ``inputs`` and ``labels`` are whole-batch tensors (placeholders or a ``tf.data``
@@ -88,7 +103,8 @@ class MultiGpuModel(object):
         wrapper = cls(FunctionTower, n_gpus=n_gpus, optimizer=optimizer, devices=devices,
                       variable_device=variable_device, clip_norm=clip_norm,
                       check_finite=check_finite, input_fn=batch.shard,
-                      gradient_processors=gradient_processors, model_fn=model_fn, loss_fn=loss_fn)
+                      gradient_processors=gradient_processors, strategy=strategy,
+                      model_fn=model_fn, loss_fn=loss_fn)
         # Whole batches go in, so predictions come out as one whole batch too.
         with tf.device(wrapper.variable_device):
             wrapper.predict = batch.gather([m.predict for m in wrapper.models])
@@ -96,16 +112,21 @@ class MultiGpuModel(object):
 
     def __init__(self, model_cls=None, n_gpus=None, optimizer=None, devices=None,
                  variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
-                 gradient_processors=(), **model_kwargs):
+                 gradient_processors=(), strategy=None, train=True, **model_kwargs):
         model_cls = model_cls or type(self).model_cls
         if model_cls is None:
             raise TypeError("MultiGpuModel needs a model class: MultiGpuModel(MyModel, ...) or a "
                             "subclass with `model_cls = MyModel`")
         self.model_cls = model_cls
         self.devices = tower_devices(n_gpus, devices)
-        self.variable_device = variable_device or default_variable_device(self.devices)
-        with tf.device(self.variable_device):
-            self.global_step = tf.train.get_or_create_global_step()
+        self.strategy = strategies.resolve(strategy, variable_device)
+        self.strategy.setup(self.devices)
+        # Where the wrapper's own small ops go (loss mean, global step).
+        self.variable_device = self.strategy.central_device
+        self.global_step = None
+        if train:
+            with tf.device(self.variable_device):
+                self.global_step = tf.train.get_or_create_global_step()
         self.input_fn = input_fn
         self.models, self.variables, self.update_ops = self._build_towers(model_kwargs)
         with tf.name_scope("multi_gpu"), tf.device(self.variable_device):
@@ -116,10 +137,16 @@ class MultiGpuModel(object):
             self.error = self._weighted_mean_of("error") if self._all_have("error") else None
         self.predict = [m.predict for m in self.models] if self._all_have("predict") else None
         self.log_prob = [m.log_prob for m in self.models] if self._all_have("log_prob") else None
-        self.optimizer = self._make_optimizer(optimizer)
+        self.optimizer = self.objective = self.summary_op = self.grads_and_vars = None
         self.gradient_processors = list(gradient_processors or ())
-        self.objective = self._build_step(clip_norm, check_finite)
-        self.summary_op = self._summaries()
+        if train:
+            self.optimizer = self._make_optimizer(optimizer)
+            self.objective = self._build_step(clip_norm, check_finite)
+            self.summary_op = self._summaries()
+        self.strategy.finish(self.optimizer)
+        self.post_init_op = self.strategy.post_init_op()
+        self.savable_variables = self.strategy.savable_variables(
+            self.model_variables, self.optimizer, self.global_step)
 
     # -- graph building ---------------------------------------------------
 
@@ -130,20 +157,23 @@ class MultiGpuModel(object):
         for index, device in enumerate(self.devices):
             n_ops = len(graph.get_operations())
             n_updates = len(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
-            n_trainable = len(tf.trainable_variables())
-            reuse = True if index > 0 else None
+            n_trainable, n_global = len(tf.trainable_variables()), len(tf.global_variables())
             # Tower 0 is built in the caller's name scope so its op names are those of the
             # plain model; later towers get their own name scope for readable graphs.
             name_scope = tf.name_scope("tower_%d" % index) if index > 0 else nullcontext()
-            with tf.variable_scope(outer_scope, reuse=reuse), name_scope, \
-                    tf.device(tower_device_function(device, self.variable_device)):
+            place_variable = functools.partial(self.strategy.place, index)
+            with self.strategy.variable_scope(index, outer_scope), name_scope, \
+                    tf.device(tower_device_function(device, place_variable)):
                 model = self._construct(index, model_kwargs)
             self._check_model(model, index)
-            created = [op for op in graph.get_operations()[n_ops:] if op.type in VARIABLE_OP_TYPES]
+            created = [op for op in graph.get_operations()[n_ops:] if op.type in VARIABLE_OP_TYPES
+                       and not self.strategy.owns(op)]
             updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)[n_updates:]
             if index == 0:
                 tower0_vars = tf.trainable_variables()[n_trainable:]
+                self.model_variables = tf.global_variables()[n_global:]
                 tower0_updates = updates
+                self.strategy.plain_variables(tower0_vars or tf.trainable_variables())
             else:
                 self._refuse_unshared(index, created)
                 # Moving statistics are taken from tower 0's shard: one update per step, as
@@ -153,9 +183,10 @@ class MultiGpuModel(object):
                 for op in updates:
                     collection.remove(op)
             models.append(model)
-            log.info("tower %d on %s (variables on %s): %s", index, device, self.variable_device,
+            log.info("tower %d on %s: %s", index, device,
                      "%d trainable variables created" % len(tower0_vars) if index == 0
                      else "reusing tower 0's variables")
+        log.info("placement: %s", self.strategy.describe())
         return models, tower0_vars or tf.trainable_variables(), tower0_updates
 
     def _construct(self, index, model_kwargs):
@@ -236,39 +267,54 @@ class MultiGpuModel(object):
 
     def _tower_gradients(self):
         per_tower = []
-        for model, device in zip(self.models, self.devices):
+        for index, (model, device) in enumerate(zip(self.models, self.devices)):
             with tf.device(device):
                 pairs = self.optimizer.compute_gradients(
-                    model.loss, var_list=self.variables, colocate_gradients_with_ops=True)
+                    model.loss, var_list=self.strategy.tower_variables(index, self.variables),
+                    colocate_gradients_with_ops=True)
             per_tower.append(pairs)
         # Towers run the same code, so tower 0 tells which variables have no gradient.
-        usable = set(id(v) for _, v in grad_ops.drop_none(per_tower[0]))
-        return [[(g, v) for g, v in pairs if id(v) in usable] for pairs in per_tower]
+        usable = [g is not None for g, _ in per_tower[0]]
+        grad_ops.drop_none(per_tower[0])  # names the unused variables once
+        return [[pair for pair, use in zip(pairs, usable) if use] for pairs in per_tower]
+
+    def _process(self, grads, clip_norm):
+        """The user's processors, then clipping: on one list of combined gradients."""
+        for process in self.gradient_processors:
+            grads = process(grads)
+        norm = None
+        if clip_norm is not None:
+            grads, norm = grad_ops.clip_by_global_norm(grads, clip_norm)
+        return grads, norm
 
     def _build_step(self, clip_norm, check_finite):
         tower_grads = self._tower_gradients()
-        with tf.name_scope("multi_gpu"), tf.device(self.variable_device):
-            grads = grad_ops.weighted_mean(tower_grads, self.tower_weights)
-            for process in self.gradient_processors:
-                grads = process(grads)
-            self.gradient_norm = None
-            if clip_norm is not None:
-                grads, self.gradient_norm = grad_ops.clip_by_global_norm(grads, clip_norm)
+        with tf.name_scope("multi_gpu"):
+            # One combined list per set of variables to update (one per replica when
+            # replicated): every list is processed alike on its own device.
+            groups = []
+            for device, grads in self.strategy.reduce(tower_grads, self.tower_weights):
+                with tf.device(device):
+                    groups.append(self._process(grads, clip_norm))
+            grads, self.gradient_norm = groups[0]
             guards = []
             if check_finite:
-                finite = grad_ops.all_finite(grads, extra=[self.loss])
-                guards.append(tf.Assert(finite, [NONFINITE_MESSAGE + " at global step",
-                                                 self.global_step, "loss", self.loss],
-                                        name="check_finite"))
+                with tf.device(self.variable_device):
+                    # Any tower's NaN reaches every combined list, so the first one tells.
+                    finite = grad_ops.all_finite(grads, extra=[self.loss])
+                    guards.append(tf.Assert(finite, [NONFINITE_MESSAGE + " at global step",
+                                                     self.global_step, "loss", self.loss],
+                                            name="check_finite"))
                 for update in self.update_ops:
                     # Update ops were built inside the tower; gate them too, so a bad batch
                     # cannot poison moving statistics either.
                     _as_op(update)._add_control_input(guards[0])
         # Slots (Adam's m and v) must be created outside any reusing scope.
         self.grads_and_vars = grads
+        every_copy = [pair for group, _ in groups for pair in group]
         with tf.variable_scope(tf.get_variable_scope(), reuse=tf.AUTO_REUSE), \
                 tf.control_dependencies(guards):
-            apply_op = self.optimizer.apply_gradients(grads, global_step=self.global_step)
+            apply_op = self.optimizer.apply_gradients(every_copy, global_step=self.global_step)
         return tf.group(apply_op, *self.update_ops, name="objective")
 
     def _summaries(self):

@@ -97,16 +97,21 @@ class Trainer(object):
         self.on_nonfinite, self.is_chief = on_nonfinite, is_chief
         self.summary_every = summary_every
         self.stream = stream or sys.stderr
-        self.saver = CheckpointSaver(run_dir) if is_chief else None
+        # Plain names only (no replica copies): a checkpoint of any strategy and tower count
+        # restores into any other and into single-device inference.
+        self.saver = CheckpointSaver(run_dir, var_list=wrapper.savable_variables) \
+            if is_chief else None
         self.writer = None
         self.skipped_steps = []
         # A skipped batch still advances the global step, which keys the data order.
         self._skip_op = tf.assign_add(wrapper.global_step, 1) if on_nonfinite == "skip" else None
 
     def restore_or_initialize(self, session, resume):
-        """Initialise variables, then restore the latest checkpoint when resuming."""
+        """Initialise variables, restore the latest checkpoint when resuming, then run the
+        wrapper's post-init op (replicas take the plain copy's values)."""
         session.run(tf.global_variables_initializer())
         path = self.saver.restore_latest(session) if (resume and self.saver) else None
+        session.run(self.wrapper.post_init_op)
         step = int(session.run(self.wrapper.global_step))
         if path:
             self._print("resumed from %s at step %d" % (path, step))

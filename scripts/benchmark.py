@@ -30,6 +30,7 @@ from crnn_multigpu.crnn import CRNN  # noqa: E402
 from crnn_multigpu.datasets import make_batch  # noqa: E402
 from crnn_multigpu.devices import cpu_devices, session_config, visible_gpus  # noqa: E402
 from crnn_multigpu.sharding import split_batch  # noqa: E402
+from crnn_multigpu.strategies import ParameterServer, Replicated  # noqa: E402
 from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
 
 N_CPUS = 4
@@ -45,6 +46,16 @@ def bench_devices(n):
     if len(gpus) < n:
         raise ValueError("--gpus: this configuration needs %d GPU(s), %d visible" % (n, len(gpus)))
     return gpus[:n]
+
+
+# Placement strategies on 2 towers (on shared RAM none is expected to be faster; the row shows
+# that none is slower than MirroredStrategy by more than the noise).
+STRATEGY_ROWS = [
+    ("ps_packed_2", lambda: ParameterServer(num_packs=4)),
+    ("ps_towers_2", lambda: ParameterServer("towers")),
+    ("replicated_2", lambda: Replicated()),  # auto: NCCL on GPUs (--gpus), else the ring
+    ("replicated_packed_2", lambda: Replicated(num_packs=4)),
+]
 
 
 def synthetic_batch(size, width=100, seed=0):
@@ -112,9 +123,11 @@ def plain(batch):
     return build
 
 
-def wrapper(batch, towers, check_finite=True):
+def wrapper(batch, towers, check_finite=True, strategy=None):
+    """The tower wrapper; ``strategy``: a callable making its placement strategy (default ps)."""
     def build():
-        model = MultiGpuModel(CRNN, devices=bench_devices(towers), check_finite=check_finite)
+        model = MultiGpuModel(CRNN, devices=bench_devices(towers), check_finite=check_finite,
+                              strategy=strategy() if strategy else None)
         feed = model.feed_dict(model.split(batch))
         return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
@@ -264,6 +277,8 @@ def main(argv=None):
                 ("pipeline_2", feed_free(batch, 2, cached=False)),
                 ("cached_2", feed_free(batch, 2, cached=True)),
                 ("embedding_20k", embedding(20000, 2)), ("embedding_2m", embedding(2000000, 2))]
+    # One row per placement strategy (wrapper_2 is the default, ParameterServer()).
+    builders += [(name, wrapper(batch, 2, strategy=make)) for name, make in STRATEGY_ROWS]
     if args.data:
         builders += [("dataset_2", dataset_pipeline(args.data, args.batch_size, 2, 0.0)),
                      ("dataset_augment_2", dataset_pipeline(args.data, args.batch_size, 2,
@@ -324,6 +339,11 @@ def main(argv=None):
         "input_wait_fraction_augment": (max(0.0, 1 - 1 / ratio("dataset_augment_2", "cached_2"))
                                         if "dataset_augment_2" in times else None),
         "wrapper1_unchecked_vs_plain": ratio("wrapper_1_unchecked", "plain"),
+        # Each placement strategy against MirroredStrategy on the same 2 towers.
+        "ps_packed_vs_mirrored": ratio("ps_packed_2", "mirrored_2"),
+        "ps_towers_vs_mirrored": ratio("ps_towers_2", "mirrored_2"),
+        "replicated_vs_mirrored": ratio("replicated_2", "mirrored_2"),
+        "replicated_packed_vs_mirrored": ratio("replicated_packed_2", "mirrored_2"),
         "wrapper4_vs_mirrored4": ratio("wrapper_4", "mirrored_4"),
         "embedding_2m_vs_20k_adam": ratio("embedding_2m_adam", "embedding_20k_adam"),
     }

@@ -13,10 +13,12 @@ from waiting import HANG_GUARD
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATIO_KEYS = ("wrapper1_vs_plain", "towers2_vs_towers1", "wrapper_vs_mirrored",
               "input_wait_fraction", "embedding_2m_vs_20k", "identical_configs",
-              "augment_vs_no_augment", "input_wait_fraction_augment")
+              "augment_vs_no_augment", "input_wait_fraction_augment", "ps_towers_vs_mirrored",
+              "replicated_vs_mirrored", "replicated_packed_vs_mirrored")
 CONFIGURATIONS = ("plain", "wrapper_1", "wrapper_2", "wrapper_4", "mirrored_2", "feed_dict_2",
                   "pipeline_2", "cached_2", "embedding_20k", "embedding_2m", "dataset_2",
-                  "dataset_augment_2")
+                  "dataset_augment_2", "ps_packed_2", "ps_towers_2", "replicated_2",
+                  "replicated_packed_2")
 
 
 def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_path, tiny_dataset):

@@ -105,8 +105,46 @@ def test_lmdb_training_evaluate_predict_export(datasets, tmp_path, capsys):
     assert exported == texts
 
 
+def test_strategies_share_checkpoints_and_evaluation_runs_on_towers(datasets, tmp_path, capsys):
+    folder, _ = datasets
+    out = str(tmp_path / "run")
+    common = ["--train", folder, "--out", out, "--checkpoint-every", "0"] + TINY
+    assert run_train(common + ["--steps", "6", "--towers", "2", "--strategy", "replicated",
+                               "--num-packs", "2"]) == 0
+    names = set(variables_of(out))
+    assert names and not [n for n in names if "replica" in n or "tower" in n], sorted(names)
+    # The replicated run's checkpoint continues under another strategy and tower count.
+    assert run_train(common + ["--steps", "8", "--towers", "3", "--strategy", "ps-towers",
+                               "--resume"]) == 0
+    assert variables_of(out)["global_step"] == 8 and set(variables_of(out)) == names
+    capsys.readouterr()
+
+    images = [os.path.join(folder, "images", name)
+              for name in sorted(os.listdir(os.path.join(folder, "images")))[:5]]
+
+    def predicted(towers):
+        assert predict.main(["--checkpoint", out, "--towers", towers, "--with-prob"] + images) == 0
+        return capsys.readouterr().out
+
+    # The tiny run reads little yet, but each image's log probability is its own.
+    assert predicted("3") == predicted("1")
+
+    def evaluated(towers):  # the shipped word model: outputs worth comparing
+        assert evaluate.main(["--data", folder, "--batch-size", "7", "--towers", towers]) == 0
+        return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    one = evaluated("1")
+    assert one["word_accuracy"] > 0.2, one
+    assert evaluated("2") == one
+
+
 @pytest.mark.parametrize("args, message", [
     (["--train", "/nonexistent"], "does not exist"),
+    (["--strategy", "replicated", "--all-reduce", "nccl", "--towers", "2"],
+     "NCCL has no CPU kernel. Use Replicated(all_reduce='ring')"),
+    (["--strategy", "ps", "--all-reduce", "ring"], "--all-reduce ring chooses how replicas"),
+    (["--strategy", "mirrored"], "--strategy: invalid choice"),
+    (["--num-packs", "-1"], "--num-packs must be at least 0"),
     (["--towers", "0"], "at least 1"),
     (["--width", "102"], "multiple of 4"),
     (["--augment", "1.5"], "--augment must be a strength in [0, 1]"),

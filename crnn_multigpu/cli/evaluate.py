@@ -23,8 +23,17 @@ def build_parser():
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--picture", help="write a PNG of sample predictions here")
     add_lexicon_arguments(parser)
+    add_towers_argument(parser)
     parser.add_argument("--verbose", action="store_true")
     return parser
+
+
+def add_towers_argument(parser):
+    """--towers (shared with crnn-predict): split each batch over N towers, same outputs."""
+    parser.add_argument("--towers", type=positive_int, default=1, metavar="N",
+                        help="run each batch over N towers: the first N GPUs, or N virtual CPU "
+                             "devices without enough GPUs (default 1); the outputs are those of "
+                             "one device")
 
 
 def add_lexicon_arguments(parser):
@@ -98,7 +107,8 @@ def main_body(argv=None):
     run_dir, checkpoint = resolve_run(args.checkpoint)
     # Labels outside the charset cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
-    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
+    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
+                            towers=args.towers)
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
 
     def progress(done, total):

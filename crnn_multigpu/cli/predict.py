@@ -9,7 +9,8 @@ import sys
 
 from crnn_multigpu.cli.common import ArgumentParser, non_negative_int, run_main, setup_logging
 from crnn_multigpu.cli.evaluate import (SHIPPED_LINE_MODEL, SHIPPED_MODEL, add_lexicon_arguments,
-                                        lexicon_decoder, lexicon_words, resolve_run)
+                                        add_towers_argument, lexicon_decoder, lexicon_words,
+                                        resolve_run)
 
 
 def build_parser():
@@ -29,6 +30,7 @@ def build_parser():
                                           "(--page: the page with its line boxes and text)")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
     add_lexicon_arguments(parser)
+    add_towers_argument(parser)
     parser.add_argument("--verbose", action="store_true")
     return parser
 
@@ -76,7 +78,8 @@ def main_body(argv=None):
     from crnn_multigpu.inference import Recognizer
     shipped = SHIPPED_LINE_MODEL if args.lines or args.page else SHIPPED_MODEL
     run_dir, checkpoint = resolve_run(args.checkpoint, shipped)
-    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
+    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
+                            towers=args.towers)
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
     if args.page:
         for index, path in enumerate(args.images):

@@ -11,6 +11,7 @@ import sys
 from crnn_multigpu.charset import Charset
 from crnn_multigpu.checkpoints import (ensure_writable, latest_checkpoint, load_config,
                                        save_config)
+from crnn_multigpu import strategies
 from crnn_multigpu.cli.common import (ArgumentParser, float_range, int_multiple_of,
                                       non_negative_float, non_negative_int, positive_float,
                                       positive_int, run_main, setup_logging)
@@ -20,7 +21,8 @@ from crnn_multigpu.datasets import make_batch, open_dataset
 from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.pipeline import make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
-from crnn_multigpu.devices import close_session, cpu_devices, session_config, visible_gpus
+from crnn_multigpu.devices import (close_session, cpu_devices, session_config, tower_devices,
+                                   visible_gpus)
 from crnn_multigpu.inference import decode_rows
 from crnn_multigpu.metrics import text_metrics
 from crnn_multigpu.towers import MultiGpuModel
@@ -55,6 +57,16 @@ def build_parser():
     parser.add_argument("--towers", type=positive_int, default=None,
                         help="towers: first N GPUs; without GPUs, N virtual CPU devices (default: "
                              "all GPUs, or 1 CPU tower)")
+    parser.add_argument("--strategy", choices=strategies.NAMES, default="ps",
+                        help="where the variables live: ps (one copy on the host CPU, or the ps "
+                             "job of --cluster; default), ps-towers (one copy spread over the "
+                             "towers), replicated (a copy per tower, kept equal by all-reduce)")
+    parser.add_argument("--all-reduce", choices=strategies.ALL_REDUCE, default=None,
+                        help="with --strategy replicated: nccl (GPUs), ring (any device), or "
+                             "auto (default: nccl when every tower is a GPU)")
+    parser.add_argument("--num-packs", type=non_negative_int, default=0, metavar="N",
+                        help="concatenate the gradients into at most N buffers before they "
+                             "cross devices (0: off, default)")
     parser.add_argument("--cluster", help="cluster JSON ({'worker': [...], 'ps': [...]}): towers on "
                                           "every worker, this process is the chief client")
     parser.add_argument("--connect-timeout", type=non_negative_float, default=60.0,
@@ -109,13 +121,22 @@ def resolve_devices(args):
         return towers, variable_device, cluster.chief_target(spec), 1
     gpus = visible_gpus()
     if gpus:
-        count = args.towers or len(gpus)
-        if count > len(gpus):
+        if args.towers and args.towers > len(gpus):
             raise ValueError("--towers %d but only %d GPU(s) are visible (%s)"
-                             % (count, len(gpus), ", ".join(gpus)))
-        return gpus[:count], None, "", 1
+                             % (args.towers, len(gpus), ", ".join(gpus)))
+        return tower_devices(n_gpus=args.towers), None, "", 1
     count = args.towers or 1
     return cpu_devices(count), "/cpu:0", "", count
+
+
+def make_strategy(args, variable_device):
+    """The placement strategy of --strategy, --all-reduce and --num-packs (checked together)."""
+    if args.all_reduce is not None and args.strategy != "replicated":
+        raise ValueError("--all-reduce %s chooses how replicas are kept equal; it needs "
+                         "--strategy replicated (got --strategy %s)" % (args.all_reduce,
+                                                                       args.strategy))
+    return strategies.from_name(args.strategy, all_reduce=args.all_reduce or "auto",
+                                num_packs=args.num_packs, device=variable_device)
 
 
 def run_config(args, charset):
@@ -217,7 +238,7 @@ def main_body(argv=None):
                              fixed_width=config["image_width"], seed=args.seed,
                              start_step=restored_step(args), devices=towers) \
         if mode == "dataset" else None
-    wrapper = MultiGpuModel(CRNN, devices=towers, variable_device=variable_device,
+    wrapper = MultiGpuModel(CRNN, devices=towers, strategy=make_strategy(args, variable_device),
                             optimizer=optimizer, clip_norm=args.clip_norm or None,
                             input_fn=input_fn, **config["model"])
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
@@ -231,9 +252,10 @@ def main_body(argv=None):
                           on_nonfinite=args.on_nonfinite,
                           feed={m.training: True for m in wrapper.models}
                           if mode == "dataset" else None)
-    sys.stderr.write("training on %d tower(s): %s; %d training images, batch %d, %d steps, "
+    sys.stderr.write("training on %d tower(s): %s (%s); %d training images, batch %d, %d steps, "
                      "input %s, augmentation %s%s\n"
-                     % (len(towers), ", ".join(towers), len(train_set), args.batch_size, steps,
+                     % (len(towers), ", ".join(towers), wrapper.strategy.describe(),
+                        len(train_set), args.batch_size, steps,
                         mode, "%g" % args.augment if args.augment else "off",
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
     session = tf.Session(target, config=session_config(n_cpus))
