@@ -113,6 +113,14 @@ class MultiGpuModel(object):
         self.tower_group = TowerGroup(self.devices, training=True)
         if not isinstance(xla, bool):
             raise TypeError("xla must be True or False, got %r" % (xla,))
+        cpu_towers = [d for d in self.devices
+                      if (tf.DeviceSpec.from_string(d).device_type or "CPU").upper() == "CPU"]
+        if xla and len(cpu_towers) > 1:
+            # Measured on TF 1.15 and 2.21: compiled clusters on a second CPU device of the
+            # process fail at run time with "Multiple CPU devices".
+            raise ValueError("xla=True runs compiled towers on one CPU device per process, but "
+                             "%d towers are on CPUs (%s). Use xla=True with GPU towers or a "
+                             "single CPU tower." % (len(cpu_towers), ", ".join(cpu_towers)))
         self.xla = xla
         with tf.device(self.variable_device):
             self.global_step = tf.train.get_or_create_global_step()
