@@ -57,11 +57,6 @@ class TowerContext(object):
         self._calls = 0                # forward sums asked for so far by this tower
         self._backward_calls = {}      # forward call -> gradients built for it so far
 
-    @property
-    def is_chief(self):
-        """True for tower 0, the one whose side effects (moving statistics) the step keeps."""
-        return self.index == 0
-
     def cross_tower_sum(self, tensor, name="cross_tower_sum"):
         """The element-wise sum of ``tensor`` over all towers of the step (same shape everywhere).
 

@@ -169,11 +169,11 @@ def test_the_context_outside_and_inside_the_wrapper():
     class Probe(ConvBn):
         def __init__(self):
             tower = current_tower()
-            seen.append((tower.index, tower.count, tower.training, tower.is_chief))
+            seen.append((tower.index, tower.count, tower.training))
             super(Probe, self).__init__()
 
     MultiGpuModel(Probe, devices=cpu_devices(3))
-    assert seen == [(0, 3, True, True), (1, 3, True, False), (2, 3, True, False)]
+    assert seen == [(0, 3, True), (1, 3, True), (2, 3, True)]
     assert current_tower().count == 1  # nothing is left current after the build
     x = tf.constant([1.0, 2.0])
     assert current_tower().cross_tower_sum(x).shape.as_list() == [2]
