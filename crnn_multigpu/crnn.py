@@ -24,6 +24,9 @@ class CRNN(object):
     ``inputs``: optional dict with any of those four names -> tensors, used as the
     placeholders' defaults (feed-free input from ``tf.data``).
 
+    ``sync_bn``: in a tower wrapper, batch norm uses the moments of the whole global batch
+    (``layers.batch_norm(sync=True)``); a plain model computes the same either way.
+
     Outputs: ``logits`` [T, B, num_classes] (T = W // 4), ``log_probs_per_frame``,
     ``seq_lengths``, ``loss`` (mean CTC loss), ``decoded`` (greedy, sparse),
     ``error`` (mean of min(1, edit distance / label length)), ``predict`` int32 [B, maxlen]
@@ -41,7 +44,7 @@ class CRNN(object):
 
     def __init__(self, num_classes=37, channels=DEFAULTS["channels"],
                  lstm_units=DEFAULTS["lstm_units"], lstm_layers=2, height=32, beam_width=0,
-                 inputs=None):
+                 inputs=None, sync_bn=False):
         if len(channels) != 7:
             raise ValueError("channels needs 7 entries, got %r" % (channels,))
         if height % 16 != 0 or height <= 0:
@@ -53,6 +56,7 @@ class CRNN(object):
         self.lstm_layers = int(lstm_layers)
         self.height = int(height)
         self.beam_width = int(beam_width)
+        self.sync_bn = bool(sync_bn)
 
         # ``inputs`` (optional, e.g. from tf.data via the tower wrapper's input_fn):
         # a dict of tensors used as the placeholders' defaults; feeding still works.
@@ -98,7 +102,8 @@ class CRNN(object):
             n = i + 1
             x = layers.conv2d(x, filters, kernel, padding=padding, use_bias=False,
                               name="conv%d" % n)
-            x = tf.nn.relu(layers.batch_norm(x, self.training, name="bn%d" % n))
+            x = tf.nn.relu(layers.batch_norm(x, self.training, sync=self.sync_bn,
+                                             name="bn%d" % n))
             if pool is not None:
                 x = layers.max_pool(x, pool)
         return x

@@ -8,6 +8,7 @@ of weights between towers by re-entering the enclosing variable scope with
 Runs unchanged on TF 1.15 and on TF 2.x through ``tensorflow.compat.v1``.
 """
 from crnn_multigpu.compat import tf
+from crnn_multigpu.tower_context import current_tower
 
 __all__ = ["conv2d", "batch_norm", "max_pool", "dense", "lstm", "bidirectional_lstm"]
 
@@ -45,7 +46,7 @@ def conv2d(x, filters, kernel=(3, 3), strides=(1, 1), padding="SAME", use_bias=T
     return y
 
 
-def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
+def batch_norm(x, training, momentum=0.9, epsilon=1e-5, sync=False, name="bn"):
     """Batch normalisation over all axes but the last.
 
     ``training`` is a boolean scalar tensor. Batch statistics are always
@@ -54,6 +55,10 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
     updates ``moving -= (1 - momentum) * (moving - batch_stat)`` are added to
     ``tf.GraphKeys.UPDATE_OPS`` and are NOT run implicitly: whoever builds the
     train op runs them (once per step).
+
+    ``sync=True``: inside a tower wrapper the batch moments are those of the whole global
+    batch, not of this tower's shard (see ``_global_moments``); the moving statistics (tower 0's
+    updates) then follow the global moments too. Alone, or with one tower, it changes nothing.
     """
     channels = int(x.shape[-1])
     axes = list(range(x.shape.ndims - 1))
@@ -70,7 +75,10 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
                                       initializer=tf.zeros_initializer(), **stats)
         moving_var = tf.get_variable("moving_variance", [channels], tf.float32,
                                      initializer=tf.ones_initializer(), **stats)
-        batch_mean, batch_var = tf.nn.moments(x, axes)
+        if sync and current_tower().count > 1:
+            batch_mean, batch_var = _global_moments(x, axes, moving_mean)
+        else:
+            batch_mean, batch_var = tf.nn.moments(x, axes)
         t = tf.cast(training, tf.float32)
         mean = t * batch_mean + (1.0 - t) * moving_mean
         var = t * batch_var + (1.0 - t) * moving_var
@@ -82,6 +90,26 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_mean)
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_var)
         return tf.nn.batch_normalization(x, mean, var, beta, gamma, epsilon)
+
+
+def _global_moments(x, axes, shift):
+    """Mean and (biased) variance over all towers' examples, exact for shards of any size.
+
+    Every tower contributes the sums of d and d^2 (d = x - shift) and its element count in one
+    cross-tower sum, so each shard counts by its size (not a mean of means). The shift is the
+    moving mean, the same value in every tower: it changes nothing mathematically but keeps
+    E[d^2] - E[d]^2 from cancelling catastrophically when the mean is large against the spread.
+    """
+    channels = int(x.shape[-1])
+    shift = tf.stop_gradient(shift)
+    d = x - shift
+    count = tf.cast(tf.reduce_prod(tf.shape(x)[:-1]), x.dtype)
+    local = tf.concat([tf.reduce_sum(d, axes), tf.reduce_sum(tf.square(d), axes), [count]], 0)
+    total = current_tower().cross_tower_sum(local, name="moments_sum")
+    n = total[-1]
+    mean_d = total[:channels] / n
+    variance = tf.maximum(total[channels:2 * channels] / n - tf.square(mean_d), 0.0)
+    return mean_d + shift, variance
 
 
 def max_pool(x, pool=(2, 2), strides=None, padding="VALID"):

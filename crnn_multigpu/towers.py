@@ -27,6 +27,7 @@ from crnn_multigpu.compat import tf
 from crnn_multigpu.devices import (VARIABLE_OP_TYPES, host_device, tower_device_function,
                                    tower_devices)
 from crnn_multigpu.function_style import FunctionTower, WholeBatch
+from crnn_multigpu.tower_context import TowerGroup
 from crnn_multigpu.sharding import batch_size as count_examples
 from crnn_multigpu.sharding import split_batch
 
@@ -38,6 +39,20 @@ NONFINITE_MESSAGE = "non-finite loss or gradient"
 def _as_op(update):
     """UPDATE_OPS may hold ops, tensors or (unread) variables from assign calls."""
     return update if isinstance(update, tf.Operation) else update.op
+
+
+def check_xla(xla, devices):
+    """Refuse an ``xla`` setting the towers cannot run, before anything is built."""
+    if not isinstance(xla, bool):
+        raise TypeError("xla must be True or False, got %r" % (xla,))
+    cpu_towers = [d for d in devices
+                  if (tf.DeviceSpec.from_string(d).device_type or "CPU").upper() == "CPU"]
+    if xla and len(cpu_towers) > 1:
+        # Measured on TF 1.15 and 2.21: compiled clusters on a second CPU device of the
+        # process fail at run time with "Multiple CPU devices".
+        raise ValueError("xla=True runs compiled towers on one CPU device per process, but "
+                         "%d towers are on CPUs (%s). Use xla=True with GPU towers or a "
+                         "single CPU tower." % (len(cpu_towers), ", ".join(cpu_towers)))
 
 
 class MultiGpuModel(object):
@@ -69,6 +84,9 @@ class MultiGpuModel(object):
       strategy: where variables live and how tower gradients are combined
         (``crnn_multigpu.strategies``); default ``ParameterServer()``. One object per wrapper.
       train: False builds the towers only (inference): no optimizer, no training step.
+      xla: compile each tower with XLA (``jit_scope`` around the tower's forward pass; its
+        gradients follow). Same results within float tolerance; whether it is faster depends on
+        the model and the device (see docs/benchmarks.md).
       **model_kwargs: passed to ``model_cls``.
 
     After building: ``variables`` (the plain-named trainable variables), ``model_variables``
@@ -82,7 +100,7 @@ class MultiGpuModel(object):
     @classmethod
     def from_function(cls, model_fn, loss_fn, inputs, labels, n_gpus=None, devices=None,
                       optimizer=None, variable_device=None, clip_norm=None, check_finite=True,
-                      gradient_processors=(), strategy=None):
+                      gradient_processors=(), strategy=None, xla=False):
         """The function style: a model function, a loss function and whole-batch tensors.
 
         ``inputs`` and ``labels`` are whole-batch tensors (placeholders or a ``tf.data``
@@ -103,7 +121,7 @@ class MultiGpuModel(object):
         wrapper = cls(FunctionTower, n_gpus=n_gpus, optimizer=optimizer, devices=devices,
                       variable_device=variable_device, clip_norm=clip_norm,
                       check_finite=check_finite, input_fn=batch.shard,
-                      gradient_processors=gradient_processors, strategy=strategy,
+                      gradient_processors=gradient_processors, strategy=strategy, xla=xla,
                       model_fn=model_fn, loss_fn=loss_fn)
         # Whole batches go in, so predictions come out as one whole batch too.
         with tf.device(wrapper.variable_device):
@@ -112,7 +130,7 @@ class MultiGpuModel(object):
 
     def __init__(self, model_cls=None, n_gpus=None, optimizer=None, devices=None,
                  variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
-                 gradient_processors=(), strategy=None, train=True, **model_kwargs):
+                 gradient_processors=(), strategy=None, train=True, xla=False, **model_kwargs):
         model_cls = model_cls or type(self).model_cls
         if model_cls is None:
             raise TypeError("MultiGpuModel needs a model class: MultiGpuModel(MyModel, ...) or a "
@@ -127,10 +145,16 @@ class MultiGpuModel(object):
         if train:
             with tf.device(self.variable_device):
                 self.global_step = tf.train.get_or_create_global_step()
+        # What each tower's model may ask while it is built (tower_context.current_tower()).
+        self.tower_group = TowerGroup(self.devices, training=train)
+        check_xla(xla, self.devices)
+        self.xla = xla
         self.input_fn = input_fn
         self.models, self.variables, self.update_ops = self._build_towers(model_kwargs)
         with tf.name_scope("multi_gpu"), tf.device(self.variable_device):
             self.tower_weights = self._tower_weights()
+            # Cross-tower sums (sync batch norm) weigh their backward pass like the gradients.
+            self.tower_group.weights = self.tower_weights
             self.batch_size = tf.add_n([tf.cast(m.batch_size, tf.int32) for m in self.models]) \
                 if self._all_have("batch_size") else None
             self.loss = self._weighted_mean_of("loss")
@@ -197,7 +221,11 @@ class MultiGpuModel(object):
                 inputs = self.input_fn(index, self.n_towers)
             model_kwargs = dict(model_kwargs, inputs=inputs)
         try:
-            return self.model_cls(**model_kwargs)
+            # jit_scope marks the ops as compiled; the gradients built later from them are
+            # compiled too (compile_ops and separate_compiled_gradients keep their defaults).
+            with self.tower_group.context(index), \
+                    tf.xla.experimental.jit_scope() if self.xla else nullcontext():
+                return self.model_cls(**model_kwargs)
         except ValueError as error:
             if index > 0 and "does not exist" in str(error):
                 raise ValueError("tower %d asked for a variable that tower 0 did not create (%s). The "

@@ -46,3 +46,20 @@ def test_gpu_mode_on_a_machine_without_enough_gpus_says_so():
     assert result.returncode == 2, result.stderr[-3000:]
     assert "--gpus: this configuration needs 1 GPU(s), 0 visible" in result.stderr
     assert "no configuration could be built" in result.stderr
+
+
+def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
+    out = str(tmp_path / "eff.json")
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "step_efficiency.py"), "--batch", "4",
+         "--reps", "1", "--steps", "1", "--top", "5", "--json", out],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.load(open(out))
+    assert report["gemm_flops_per_s"]["numpy"] > 1e8 and report["gemm_flops_per_s"]["tensorflow"] > 1e8
+    figures = report["configurations"]["batch4"]
+    # Batch 4 of 32x100 images: about a GFLOP counted (convolutions dominate), the LSTM apart.
+    assert 1e8 < figures["profiler_flops"] < 1e10 and figures["lstm_flops"] > 0
+    assert 0 < figures["fraction_of_peak"] < 5
+    assert "Conv2DBackpropFilter" in figures["op_micros_by_type"]
+    assert "% of the GEMM peak" in result.stdout

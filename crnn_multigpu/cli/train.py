@@ -105,6 +105,9 @@ def build_parser():
                         help="dataset (default): a tf.data pipeline per tower decodes batches "
                              "ahead and prefetches them onto the tower; feed: feed_dict from a "
                              "Python thread (the default with --cluster)")
+    parser.add_argument("--sync-bn", action="store_true",
+                        help="with several towers: batch norm uses the moments of the whole global "
+                             "batch instead of each tower's shard (what one tower would compute)")
     parser.add_argument("--on-nonfinite", choices=["stop", "skip"], default="stop",
                         help="NaN/Inf loss: stop (default) or skip the batch")
     parser.add_argument("--verbose", action="store_true")
@@ -144,6 +147,7 @@ def run_config(args, charset):
     model["channels"] = list(model["channels"])
     return dict(model=model, charset="".join(charset.chars), image_width=args.width or None,
                 batch_size=args.batch_size, lr=args.lr, seed=args.seed, steps=args.steps,
+                sync_bn=args.sync_bn,
                 augment=args.augment, bucket=args.bucket, train=os.path.abspath(args.train))
 
 
@@ -240,7 +244,7 @@ def main_body(argv=None):
         if mode == "dataset" else None
     wrapper = MultiGpuModel(CRNN, devices=towers, strategy=make_strategy(args, variable_device),
                             optimizer=optimizer, clip_norm=args.clip_norm or None,
-                            input_fn=input_fn, **config["model"])
+                            input_fn=input_fn, sync_bn=args.sync_bn, **config["model"])
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
                              args.validate_max) if val_set else None
     # On a cluster the Saver's file writes run where its ops are placed: pin them to

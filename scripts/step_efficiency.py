@@ -1,0 +1,180 @@
+"""How much of this CPU's float32 throughput the default CRNN training step uses, and where the rest goes.
+
+One run measures everything it compares, so the shared machine's noise falls on all alike:
+
+- FLOPs per step, counted from the graph by TF's profiler (float_operation) after one traced
+  step, whose RunMetadata completes the shapes the placeholders leave open. The fused LSTM ops
+  have no registered FLOP count; their matmul FLOPs are added separately, by formula.
+- The step time (median of timed steps) and so the achieved FLOP/s.
+- The practical peak: a large float32 GEMM in numpy and in TensorFlow on the same threads.
+- The op profile: traced op time per op type (summed over threads, so it can exceed wall time).
+
+Each configuration (``--batch`` values, ``--xla``) is timed in interleaved repetitions.
+Usage::
+
+    python scripts/step_efficiency.py --json eff.json            # ~3 minutes
+    python scripts/step_efficiency.py --batch 32 64 --xla        # + larger batch, XLA
+"""
+import argparse
+import collections
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from crnn_multigpu.compat import TF_VERSION, tf  # noqa: E402
+from crnn_multigpu.crnn import CRNN  # noqa: E402
+from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
+from benchmark import synthetic_batch  # noqa: E402  (scripts/ is on sys.path when run)
+
+
+def gemm_peak(n=2048, repeats=5):
+    """FLOP/s of an n x n float32 matmul: numpy (its BLAS) and TF (its kernel), best of repeats."""
+    a = np.random.RandomState(0).rand(n, n).astype(np.float32)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        np.dot(a, a)
+        best = min(best, time.perf_counter() - started)
+    numpy_rate = 2.0 * n ** 3 / best
+    graph = tf.Graph()
+    with graph.as_default():
+        # A variable, not a constant: grappler would fold a product of constants away.
+        x = tf.get_variable("gemm_input", initializer=a)
+        product = tf.reduce_sum(tf.matmul(x, x))  # a scalar out: no copy back to numpy
+        with tf.Session() as session:
+            session.run(x.initializer)
+            session.run(product)
+            best = float("inf")
+            for _ in range(repeats):
+                started = time.perf_counter()
+                session.run(product)
+                best = min(best, time.perf_counter() - started)
+    return numpy_rate, 2.0 * n ** 3 / best
+
+
+class Step(object):
+    """One training step of the default CRNN, one tower, Adam, fed a synthetic batch."""
+
+    def __init__(self, batch_size, xla=False, width=100):
+        self.name = "batch%d%s" % (batch_size, "_xla" if xla else "")
+        self.batch_size, self.times = batch_size, []
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            tf.set_random_seed(0)
+            self.model = MultiGpuModel(CRNN, devices=["/cpu:0"], xla=xla)
+            init = tf.global_variables_initializer()
+        batch = synthetic_batch(batch_size, width=width)
+        self.feed = self.model.feed_dict(self.model.split(batch))
+        self.session = tf.Session(graph=self.graph)
+        self.session.run(init)
+        for _ in range(3):  # warm-up: graph optimisation, XLA compilation, allocator
+            self.run()
+
+    def run(self, *trace):
+        return self.session.run(self.model.objective, self.feed, *trace)
+
+    def time(self, steps):
+        started = time.perf_counter()
+        for _ in range(steps):
+            self.run()
+        self.times.append((time.perf_counter() - started) / steps)
+
+    def trace(self):
+        metadata = tf.RunMetadata()
+        self.run(tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), metadata)
+        return metadata
+
+    def flops(self, metadata):
+        """(profiler float ops of the step, LSTM matmul FLOPs the profiler cannot see)."""
+        options = tf.profiler.ProfileOptionBuilder.float_operation()
+        options["output"] = "none"
+        counted = tf.profiler.profile(self.graph, run_meta=metadata, cmd="op",
+                                      options=options).total_float_ops
+        model = self.model.models[0]
+        steps = 100 // CRNN.DOWNSAMPLE
+        units, lstm = model.lstm_units, 0
+        for layer in range(model.lstm_layers):
+            inputs = model.channels[-1] if layer == 0 else 2 * units
+            # Two directions; the fused cell's matmul [B, in+units] x [in+units, 4 units] per
+            # frame; the backward pass costs two such matmuls (input and weight gradients).
+            lstm += 2 * 3 * 2 * self.batch_size * steps * (inputs + units) * 4 * units
+        return counted, lstm
+
+    @property
+    def median(self):
+        return float(np.median(self.times))
+
+
+def op_profile(metadata):
+    """Op microseconds by op type in one traced step (host-side duplicates of TF 1.x skipped)."""
+    by_type = collections.Counter()
+    for device in metadata.step_stats.dev_stats:
+        if "/host:" in device.device:
+            continue
+        for node in device.node_stats:
+            label = node.timeline_label.split(" = ")
+            by_type[label[1].split("(")[0] if len(label) > 1 else node.node_name] += \
+                node.all_end_rel_micros
+    return by_type
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, nargs="+", default=[32], help="batch sizes to time")
+    parser.add_argument("--xla", action="store_true", help="also time the first batch with XLA")
+    parser.add_argument("--reps", type=int, default=8, help="interleaved repetitions")
+    parser.add_argument("--steps", type=int, default=3, help="steps per repetition")
+    parser.add_argument("--top", type=int, default=12, help="op types listed in the profile")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args(argv)
+    numpy_peak, tf_peak = gemm_peak()
+    steps = [Step(b) for b in args.batch] + ([Step(args.batch[0], xla=True)] if args.xla else [])
+    for rep in range(args.reps):
+        shift = rep % len(steps)
+        for step in steps[shift:] + steps[:shift]:
+            step.time(args.steps)
+    numpy_peak_after, tf_peak_after = gemm_peak()  # the load may have changed meanwhile
+    # The practical peak: the best GEMM rate the machine gave this process during the run.
+    peak = max(numpy_peak, tf_peak, numpy_peak_after, tf_peak_after)
+    report = {"gemm_flops_per_s": {"numpy": numpy_peak, "tensorflow": tf_peak,
+                                   "numpy_after": numpy_peak_after,
+                                   "tensorflow_after": tf_peak_after, "peak": peak},
+              "configurations": {}, "machine": {
+                  "cpus": os.cpu_count(), "python": platform.python_version(),
+                  "tensorflow": ".".join(map(str, TF_VERSION)),
+                  "processor": platform.processor() or platform.machine()}}
+    print("GEMM peak: numpy %.1f GFLOP/s, TF %.1f GFLOP/s (after the steps: %.1f, %.1f)"
+          % (numpy_peak / 1e9, tf_peak / 1e9, numpy_peak_after / 1e9, tf_peak_after / 1e9))
+    for step in steps:
+        metadata = step.trace()
+        counted, lstm = step.flops(metadata)
+        profile = op_profile(metadata)
+        total_op = float(sum(profile.values()))
+        rate = (counted + lstm) / step.median
+        figures = {"step_seconds": step.median, "profiler_flops": counted, "lstm_flops": lstm,
+                   "flops_per_s": rate, "fraction_of_peak": rate / peak,
+                   "images_per_s": step.batch_size / step.median,
+                   "op_micros_by_type": dict(profile.most_common(args.top))}
+        report["configurations"][step.name] = figures
+        print("\n%s: %.1f ms/step, %.0f images/s; %.2f GFLOP counted + %.2f GFLOP LSTM = %.1f "
+              "GFLOP/s, %.1f %% of the GEMM peak"
+              % (step.name, 1e3 * step.median, figures["images_per_s"], counted / 1e9, lstm / 1e9,
+                 rate / 1e9, 100 * rate / peak))
+        print("  op time %.1f ms (summed over threads); by type:" % (total_op / 1e3))
+        for op_type, micros in profile.most_common(args.top):
+            print("    %-28s %8.1f ms %5.1f %%" % (op_type, micros / 1e3, 100 * micros / total_op))
+        step.session.close()
+    if args.json:
+        with open(args.json, "w") as stream:
+            json.dump(report, stream, indent=2, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
