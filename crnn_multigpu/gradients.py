@@ -242,10 +242,14 @@ def clip_by_global_norm(grads_and_vars, clip_norm):
 
 
 def all_finite(grads_and_vars, extra=()):
-    """A boolean scalar: every gradient (and every tensor in ``extra``) is free of NaN/Inf."""
+    """A boolean scalar: every gradient (and every tensor in ``extra``) is free of NaN/Inf.
+
+    Each tensor is checked on its own device and only its boolean travels: checking a GPU's
+    gradients on the host would copy all of them over PCIe every step.
+    """
     checks = []
-    for grad, _ in grads_and_vars:
-        values = grad.values if isinstance(grad, tf.IndexedSlices) else grad
-        checks.append(tf.reduce_all(tf.is_finite(values)))
-    checks.extend(tf.reduce_all(tf.is_finite(t)) for t in extra)
+    for tensor in [grad for grad, _ in grads_and_vars] + list(extra):
+        values = tensor.values if isinstance(tensor, tf.IndexedSlices) else tensor
+        with tf.device(values.device):
+            checks.append(tf.reduce_all(tf.is_finite(values)))
     return tf.reduce_all(tf.stack(checks))

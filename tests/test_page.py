@@ -180,8 +180,8 @@ def test_a_pdf_made_here_reads_as_its_text_layer(tmp_path, capsys):
     assert truth == [" ".join(line.split()) for line in PDF_LINES if line]  # poppler agrees
     read = read_pdf_page(pdf, tmp_path, capsys)
     assert len(read) == len(truth), read  # one output line per text line, in order
-    assert character_error_rate(read, truth) <= 0.03, list(zip(read, truth))
-    assert sum(r == t for r, t in zip(read, truth)) >= 3, list(zip(read, truth))
+    assert character_error_rate(read, truth) <= 0.02, list(zip(read, truth))  # today: 0.0 %
+    assert sum(r == t for r, t in zip(read, truth)) >= 5, list(zip(read, truth))  # today: 6
 
 
 def test_a_real_pdf_page_reads_as_its_text_layer(tmp_path, capsys):
@@ -190,4 +190,5 @@ def test_a_real_pdf_page_reads_as_its_text_layer(tmp_path, capsys):
     truth = pdf_text_rows(REAL_PAGE)
     read = read_pdf_page(REAL_PAGE, tmp_path, capsys)
     assert abs(len(read) - len(truth)) <= 2, list(zip(read, truth))
-    assert character_error_rate(read, truth) <= 0.05, list(zip(read, truth))
+    # Today 1.4 % (23 of 35 rows exactly right); the line model shipped before read 3.0 %.
+    assert character_error_rate(read, truth) <= 0.025, list(zip(read, truth))

@@ -8,6 +8,7 @@ import re
 
 from crnn_multigpu import transfers
 from crnn_multigpu.compat import tf
+from crnn_multigpu.strategies import Replicated
 from crnn_multigpu.towers import MultiGpuModel
 from toy_models import IN_DIM, OUT_DIM, Linear, make_batch
 
@@ -21,6 +22,20 @@ def test_two_gpu_towers_move_each_variable_and_gradient_once_per_tower():
     host, gpu0, gpu1 = "/device:CPU:0", "/device:GPU:0", "/device:GPU:1"
     assert links == {(host, gpu0): VARIABLE_BYTES, (host, gpu1): VARIABLE_BYTES,
                      (gpu0, host): VARIABLE_BYTES + SCALARS, (gpu1, host): VARIABLE_BYTES + SCALARS}
+
+
+def test_replicated_gpu_towers_keep_their_gradients_off_the_host():
+    # The ring sends each GPU's gradient bytes to the other (2 (N - 1) / N of them at N = 2);
+    # the host gets each tower's loss and example count and, from the copy whose gradients the
+    # finiteness guard reads, one boolean per gradient: the guard checks them on their GPU.
+    # (Plain SGD: Adam would add its two step-count scalars, read by every replica's update.)
+    wrapper = MultiGpuModel(Linear, devices=["/gpu:0", "/gpu:1"],
+                            optimizer=tf.train.GradientDescentOptimizer(0.1),
+                            strategy=Replicated(all_reduce="ring"))
+    links = transfers.bytes_by_link(transfers.cross_device_transfers(wrapper.objective))
+    host, gpu0, gpu1 = "/device:CPU:0", "/device:GPU:0", "/device:GPU:1"
+    assert links == {(gpu0, gpu1): VARIABLE_BYTES, (gpu1, gpu0): VARIABLE_BYTES,
+                     (gpu0, host): SCALARS + 2, (gpu1, host): SCALARS}
 
 
 def test_the_count_matches_the_send_ops_tensorflow_inserts(make_session):
