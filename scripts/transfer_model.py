@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from crnn_multigpu import transfers  # noqa: E402
 from crnn_multigpu.compat import tf  # noqa: E402
 from crnn_multigpu.crnn import CRNN  # noqa: E402
+from crnn_multigpu.strategies import ParameterServer, Replicated  # noqa: E402
 from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
 from hardware import PLATFORMS, VALIDATION_RUNS  # noqa: E402
 from reference_cnns import VGG16, ResNet50  # noqa: E402
@@ -36,7 +37,7 @@ from reference_cnns import VGG16, ResNet50  # noqa: E402
 TOWER_COUNTS = (1, 2, 4, 8)
 HOST = "host"
 # rebuild(**wrapper_kwargs) builds and analyses the same model again with other wrapper
-# arguments (e.g. strategy=...), for the placements that are modelled analytically today.
+# arguments (e.g. strategy=...): the other placements of the same model.
 Analysis = collections.namedtuple("Analysis", "flows flops_per_gpu gradient_bytes rebuild")
 
 
@@ -115,44 +116,29 @@ def build(model_cls, n_gpus, static_shapes=None, **kwargs):
 
 
 # -- one function per placement ---------------------------------------------------------
-# Each returns the step's flows [(source, destination, bytes)]. Only the host parameter server
-# exists in MultiGpuModel today, so it is read from the graph; the two others are modelled from
-# the gradient sizes. Once MultiGpuModel(..., strategy=...) exists, each analytic body becomes
-# one line reading the graph built with that strategy (see the docstring of each).
+# Each returns the step's flows [(source, destination, bytes)], read from the graph built with
+# that placement strategy, except NCCL's: its ring lives inside one op per GPU.
 
 def ps_host(analysis, n_gpus):
-    """Today's placement: variables on the host CPU; every tower reads them and sends gradients."""
+    """The default: variables on the host CPU; every tower reads them and sends gradients."""
     return analysis.flows
 
 
 def ps_towers(analysis, n_gpus):
-    """One copy of each variable on one GPU, spread by greedy bytes (largest first).
-
-    Tower i reads every variable held by another GPU and sends it that variable's gradient.
-    With strategies, the body becomes
-    ``return analysis.rebuild(strategy=ParameterServer("towers")).flows``.
-    """
-    load, owner = [0] * n_gpus, []
-    for size in sorted(analysis.gradient_bytes, reverse=True):
-        gpu = load.index(min(load))
-        load[gpu] += size
-        owner.append((gpu, size))
-    flows = []
-    for gpu, size in owner:
-        for tower in range(n_gpus):
-            if tower != gpu:
-                flows += [(gpu, tower, size), (tower, gpu, size)]
-    return flows
+    """One copy of each variable on one GPU, spread by bytes; each gradient is averaged on its
+    variable's GPU, so tower i reads (and sends gradients for) the variables other GPUs hold."""
+    return analysis.rebuild(strategy=ParameterServer("towers")).flows
 
 
 def replicated_ring(analysis, n_gpus):
-    """One copy per GPU; gradients summed by a ring all-reduce (NCCL's algorithm).
+    """One copy per GPU; gradients summed by the ring all-reduce built from plain TF ops."""
+    return analysis.rebuild(strategy=Replicated(all_reduce="ring")).flows
 
-    Each GPU sends 2 (N - 1) / N of the gradient bytes to its ring neighbour per step. NCCL
-    hides the ring inside one op per GPU, so a graph with NCCL shows no such edges: keep this
-    model for NCCL; for an all-reduce built from plain TF ops, read the graph:
-    ``return analysis.rebuild(strategy=Replicated(all_reduce="ring")).flows``.
-    """
+
+def replicated_nccl(analysis, n_gpus):
+    """One copy per GPU; NCCL's ring all-reduce: each GPU sends 2 (N - 1) / N of the gradient
+    bytes to its ring neighbour per step. NCCL is one op per GPU, so the graph shows no edges:
+    this one is modelled (the same bytes the plain-op ring moves, on NVLink where there is one)."""
     if n_gpus == 1:
         return []
     per_gpu = 2.0 * (n_gpus - 1) / n_gpus * sum(analysis.gradient_bytes)
@@ -162,8 +148,9 @@ def replicated_ring(analysis, n_gpus):
 # key: (label in the tables, traffic function); [graph]: counted in the graph, [model]: analytic.
 STRATEGIES = collections.OrderedDict([
     ("ps_host", ("ParameterServer() host CPU [graph]", ps_host)),
-    ("ps_towers", ("ParameterServer('towers') [model]", ps_towers)),
-    ("replicated", ("Replicated ring/NCCL [model]", replicated_ring)),
+    ("ps_towers", ("ParameterServer('towers') [graph]", ps_towers)),
+    ("replicated_ring", ("Replicated('ring') [graph]", replicated_ring)),
+    ("replicated", ("Replicated('nccl') [model]", replicated_nccl)),
 ])
 
 
