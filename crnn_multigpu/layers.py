@@ -5,6 +5,12 @@ variables with ``tf.get_variable`` only, so a tower wrapper can share one set
 of weights between towers by re-entering the enclosing variable scope with
 ``reuse=True`` (no ``tf.Variable``, no Keras).
 
+Layers compute in the dtype of the weights ``tf.get_variable`` hands them: float32
+normally, float16 or bfloat16 under a mixed-precision policy (see ``precision``, whose
+custom getter casts the float32 variables on read); the input is cast to that dtype
+(a no-op in float32, so the float32 graph is unchanged). Batch-norm moments and
+normalisation stay float32.
+
 Runs unchanged on TF 1.15 and on TF 2.x through ``tensorflow.compat.v1``.
 """
 from crnn_multigpu.compat import tf
@@ -37,7 +43,7 @@ def conv2d(x, filters, kernel=(3, 3), strides=(1, 1), padding="SAME", use_bias=T
     with tf.variable_scope(name):
         w = tf.get_variable("kernel", [kh, kw, in_ch, int(filters)], tf.float32,
                             initializer=_he_init())
-        y = tf.nn.conv2d(x, w, [1, sh, sw, 1], padding)
+        y = tf.nn.conv2d(tf.cast(x, w.dtype), w, [1, sh, sw, 1], padding)
         if use_bias:
             b = tf.get_variable("bias", [int(filters)], tf.float32,
                                 initializer=tf.zeros_initializer())
@@ -54,6 +60,10 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
     updates ``moving -= (1 - momentum) * (moving - batch_stat)`` are added to
     ``tf.GraphKeys.UPDATE_OPS`` and are NOT run implicitly: whoever builds the
     train op runs them (once per step).
+
+    Moments and normalisation are computed in float32 whatever ``x``'s dtype (a
+    float16 sum of squares overflows, bfloat16's 8-bit mantissa makes the variance
+    coarse); the result is returned in ``x``'s dtype.
     """
     channels = int(x.shape[-1])
     axes = list(range(x.shape.ndims - 1))
@@ -70,7 +80,8 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
                                       initializer=tf.zeros_initializer(), **stats)
         moving_var = tf.get_variable("moving_variance", [channels], tf.float32,
                                      initializer=tf.ones_initializer(), **stats)
-        batch_mean, batch_var = tf.nn.moments(x, axes)
+        x32 = tf.cast(x, tf.float32)  # no-op in float32
+        batch_mean, batch_var = tf.nn.moments(x32, axes)
         t = tf.cast(training, tf.float32)
         mean = t * batch_mean + (1.0 - t) * moving_mean
         var = t * batch_var + (1.0 - t) * moving_var
@@ -81,7 +92,9 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
                                    name="update_moving_variance")
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_mean)
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_var)
-        return tf.nn.batch_normalization(x, mean, var, beta, gamma, epsilon)
+        y = tf.nn.batch_normalization(x32, mean, var, tf.cast(beta, tf.float32),
+                                      tf.cast(gamma, tf.float32), epsilon)
+        return tf.cast(y, x.dtype)
 
 
 def max_pool(x, pool=(2, 2), strides=None, padding="VALID"):
@@ -99,6 +112,7 @@ def dense(x, units, name="dense"):
                             initializer=_glorot_init())
         b = tf.get_variable("bias", [int(units)], tf.float32,
                             initializer=tf.zeros_initializer())
+        x = tf.cast(x, w.dtype)
         if x.shape.ndims == 2:
             return tf.nn.bias_add(tf.matmul(x, w), b)
         flat = tf.reshape(x, [-1, in_dim])
@@ -117,6 +131,10 @@ def lstm(x, lengths, units, name="lstm"):
     :func:`bidirectional_lstm`; a forward LSTM is causal, so outputs at valid
     frames never depend on the right padding (frames past a length are junk
     that CTC ignores).
+
+    ``BlockLSTM`` accepts only float16 and float32 (its op definition, on every device and
+    both TF stacks), so with bfloat16 weights the cell runs in float32 (weights, input and
+    state cast up) and ``h`` is returned in bfloat16.
     """
     del lengths  # causal: padding after the valid frames cannot leak backwards
     in_dim = int(x.shape[-1])
@@ -127,15 +145,18 @@ def lstm(x, lengths, units, name="lstm"):
                             initializer=_glorot_init())
         b = tf.get_variable("bias", [4 * units], tf.float32,
                             initializer=tf.zeros_initializer())
+        dtype = w.dtype.base_dtype
+        run = tf.float32 if dtype == tf.bfloat16 else dtype
+        x, w, b = tf.cast(x, run), tf.cast(w, run), tf.cast(b, run)
         batch = tf.shape(x)[1]
-        zeros_state = tf.zeros(tf.stack([batch, units]), tf.float32)
-        no_peep = tf.zeros([units], tf.float32)  # constants: the op wants them
+        zeros_state = tf.zeros(tf.stack([batch, units]), run)
+        no_peep = tf.zeros([units], run)  # constants: the op wants them
         outputs = tf.raw_ops.BlockLSTM(
             seq_len_max=tf.cast(tf.shape(x)[0], tf.int64), x=x,
             cs_prev=zeros_state, h_prev=zeros_state, w=w,
             wci=no_peep, wcf=no_peep, wco=no_peep, b=b,
             forget_bias=1.0, cell_clip=-1.0, use_peephole=False)
-        h = outputs[6]
+        h = tf.cast(outputs[6], dtype)
         h.set_shape(x.shape[:-1].concatenate([units]))
         return h
 

@@ -18,6 +18,7 @@ import logging
 from contextlib import nullcontext
 
 from crnn_multigpu import gradients as grad_ops
+from crnn_multigpu import precision as precisions
 from crnn_multigpu.compat import tf
 from crnn_multigpu.devices import (VARIABLE_OP_TYPES, default_variable_device, host_device,
                                    tower_device_function, tower_devices)
@@ -59,6 +60,8 @@ class MultiGpuModel(object):
       input_fn: optional feed-free input: ``input_fn(tower_index, n_towers)`` returns the
         tower's input tensors (e.g. from ``tf.data``), passed to the model as ``inputs=``.
         Models use them as defaults of their placeholders, so ``feed_dict`` still works.
+      precision: "float32", "mixed_float16" or "mixed_bfloat16" (or a ``precision`` policy):
+        float32 variables, towers computing in that dtype; float16 adds dynamic loss scaling.
       **model_kwargs: passed to ``model_cls``.
     """
 
@@ -67,7 +70,7 @@ class MultiGpuModel(object):
     @classmethod
     def from_function(cls, model_fn, loss_fn, inputs, labels, n_gpus=None, devices=None,
                       optimizer=None, variable_device=None, clip_norm=None, check_finite=True,
-                      gradient_processors=()):
+                      gradient_processors=(), precision="float32"):
         """The function style: a model function, a loss function and whole-batch tensors.
 
         ``inputs`` and ``labels`` are whole-batch tensors (placeholders or a ``tf.data``
@@ -88,7 +91,8 @@ class MultiGpuModel(object):
         wrapper = cls(FunctionTower, n_gpus=n_gpus, optimizer=optimizer, devices=devices,
                       variable_device=variable_device, clip_norm=clip_norm,
                       check_finite=check_finite, input_fn=batch.shard,
-                      gradient_processors=gradient_processors, model_fn=model_fn, loss_fn=loss_fn)
+                      gradient_processors=gradient_processors, precision=precision,
+                      model_fn=model_fn, loss_fn=loss_fn)
         # Whole batches go in, so predictions come out as one whole batch too.
         with tf.device(wrapper.variable_device):
             wrapper.predict = batch.gather([m.predict for m in wrapper.models])
@@ -96,7 +100,7 @@ class MultiGpuModel(object):
 
     def __init__(self, model_cls=None, n_gpus=None, optimizer=None, devices=None,
                  variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
-                 gradient_processors=(), **model_kwargs):
+                 gradient_processors=(), precision="float32", **model_kwargs):
         model_cls = model_cls or type(self).model_cls
         if model_cls is None:
             raise TypeError("MultiGpuModel needs a model class: MultiGpuModel(MyModel, ...) or a "
@@ -104,8 +108,13 @@ class MultiGpuModel(object):
         self.model_cls = model_cls
         self.devices = tower_devices(n_gpus, devices)
         self.variable_device = variable_device or default_variable_device(self.devices)
+        self.precision = precisions.get(precision)
+        if self.precision.needs_finite_check and not check_finite:
+            raise ValueError("precision %r skips steps with non-finite gradients, which needs "
+                             "check_finite=True" % self.precision.name)
         with tf.device(self.variable_device):
             self.global_step = tf.train.get_or_create_global_step()
+            self.precision.create_variables()
         self.input_fn = input_fn
         self.models, self.variables, self.update_ops = self._build_towers(model_kwargs)
         with tf.name_scope("multi_gpu"), tf.device(self.variable_device):
@@ -166,7 +175,8 @@ class MultiGpuModel(object):
                 inputs = self.input_fn(index, self.n_towers)
             model_kwargs = dict(model_kwargs, inputs=inputs)
         try:
-            return self.model_cls(**model_kwargs)
+            with self.precision.variable_scope():
+                return self.model_cls(**model_kwargs)
         except ValueError as error:
             if index > 0 and "does not exist" in str(error):
                 raise ValueError("tower %d asked for a variable that tower 0 did not create (%s). The "
@@ -239,7 +249,7 @@ class MultiGpuModel(object):
         for model, device in zip(self.models, self.devices):
             with tf.device(device):
                 pairs = self.optimizer.compute_gradients(
-                    model.loss, var_list=self.variables, colocate_gradients_with_ops=True)
+                    self.precision.scale_loss(model.loss), var_list=self.variables, colocate_gradients_with_ops=True)
             per_tower.append(pairs)
         # Towers run the same code, so tower 0 tells which variables have no gradient.
         usable = set(id(v) for _, v in grad_ops.drop_none(per_tower[0]))
@@ -248,18 +258,17 @@ class MultiGpuModel(object):
     def _build_step(self, clip_norm, check_finite):
         tower_grads = self._tower_gradients()
         with tf.name_scope("multi_gpu"), tf.device(self.variable_device):
-            grads = grad_ops.weighted_mean(tower_grads, self.tower_weights)
+            grads = self.precision.unscale(grad_ops.weighted_mean(tower_grads, self.tower_weights))
             for process in self.gradient_processors:
                 grads = process(grads)
             self.gradient_norm = None
             if clip_norm is not None:
                 grads, self.gradient_norm = grad_ops.clip_by_global_norm(grads, clip_norm)
-            guards = []
+            guards, finite = [], None
             if check_finite:
                 finite = grad_ops.all_finite(grads, extra=[self.loss])
-                guards.append(tf.Assert(finite, [NONFINITE_MESSAGE + " at global step",
-                                                 self.global_step, "loss", self.loss],
-                                        name="check_finite"))
+                guards.append(self.precision.guard(finite, [NONFINITE_MESSAGE + " at global step",
+                                                            self.global_step, "loss", self.loss]))
                 for update in self.update_ops:
                     # Update ops were built inside the tower; gate them too, so a bad batch
                     # cannot poison moving statistics either.
@@ -269,7 +278,8 @@ class MultiGpuModel(object):
         with tf.variable_scope(tf.get_variable_scope(), reuse=tf.AUTO_REUSE), \
                 tf.control_dependencies(guards):
             apply_op = self.optimizer.apply_gradients(grads, global_step=self.global_step)
-        return tf.group(apply_op, *self.update_ops, name="objective")
+        return tf.group(apply_op, *self.update_ops,
+                        *self.precision.finish(finite, self.global_step), name="objective")
 
     def _summaries(self):
         summaries = [tf.summary.scalar("train/loss", self.loss)]
