@@ -15,13 +15,24 @@ Runs unchanged on TF 1.15 and on TF 2.x through ``tensorflow.compat.v1``.
 """
 from crnn_multigpu.compat import tf
 
-__all__ = ["conv2d", "batch_norm", "max_pool", "dense", "lstm", "bidirectional_lstm"]
+__all__ = ["float32", "conv2d", "batch_norm", "max_pool", "dense", "lstm", "bidirectional_lstm"]
 
 
 def _pair(v):
     if isinstance(v, int):
         return (v, v)
     return tuple(int(a) for a in v)
+
+
+def _to(x, dtype):
+    """``x`` in ``dtype``; no op at all when it already is (tf.cast would still take a name)."""
+    return x if x.dtype.base_dtype == dtype else tf.cast(x, dtype)
+
+
+def float32(x):
+    """``x`` as float32, for what must stay full precision under a mixed-precision policy
+    (CTC, softmax, log-probabilities); no op when ``x`` already is float32."""
+    return _to(x, tf.float32)
 
 
 def _he_init():
@@ -43,7 +54,7 @@ def conv2d(x, filters, kernel=(3, 3), strides=(1, 1), padding="SAME", use_bias=T
     with tf.variable_scope(name):
         w = tf.get_variable("kernel", [kh, kw, in_ch, int(filters)], tf.float32,
                             initializer=_he_init())
-        y = tf.nn.conv2d(tf.cast(x, w.dtype), w, [1, sh, sw, 1], padding)
+        y = tf.nn.conv2d(_to(x, w.dtype.base_dtype), w, [1, sh, sw, 1], padding)
         if use_bias:
             b = tf.get_variable("bias", [int(filters)], tf.float32,
                                 initializer=tf.zeros_initializer())
@@ -80,7 +91,7 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
                                       initializer=tf.zeros_initializer(), **stats)
         moving_var = tf.get_variable("moving_variance", [channels], tf.float32,
                                      initializer=tf.ones_initializer(), **stats)
-        x32 = tf.cast(x, tf.float32)  # no-op in float32
+        x32 = _to(x, tf.float32)
         batch_mean, batch_var = tf.nn.moments(x32, axes)
         t = tf.cast(training, tf.float32)
         mean = t * batch_mean + (1.0 - t) * moving_mean
@@ -92,9 +103,9 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, name="bn"):
                                    name="update_moving_variance")
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_mean)
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_var)
-        y = tf.nn.batch_normalization(x32, mean, var, tf.cast(beta, tf.float32),
-                                      tf.cast(gamma, tf.float32), epsilon)
-        return tf.cast(y, x.dtype)
+        y = tf.nn.batch_normalization(x32, mean, var, _to(beta, tf.float32),
+                                      _to(gamma, tf.float32), epsilon)
+        return _to(y, x.dtype.base_dtype)
 
 
 def max_pool(x, pool=(2, 2), strides=None, padding="VALID"):
@@ -112,7 +123,7 @@ def dense(x, units, name="dense"):
                             initializer=_glorot_init())
         b = tf.get_variable("bias", [int(units)], tf.float32,
                             initializer=tf.zeros_initializer())
-        x = tf.cast(x, w.dtype)
+        x = _to(x, w.dtype.base_dtype)
         if x.shape.ndims == 2:
             return tf.nn.bias_add(tf.matmul(x, w), b)
         flat = tf.reshape(x, [-1, in_dim])
@@ -147,7 +158,7 @@ def lstm(x, lengths, units, name="lstm"):
                             initializer=tf.zeros_initializer())
         dtype = w.dtype.base_dtype
         run = tf.float32 if dtype == tf.bfloat16 else dtype
-        x, w, b = tf.cast(x, run), tf.cast(w, run), tf.cast(b, run)
+        x, w, b = _to(x, run), _to(w, run), _to(b, run)
         batch = tf.shape(x)[1]
         zeros_state = tf.zeros(tf.stack([batch, units]), run)
         no_peep = tf.zeros([units], run)  # constants: the op wants them
@@ -156,7 +167,7 @@ def lstm(x, lengths, units, name="lstm"):
             cs_prev=zeros_state, h_prev=zeros_state, w=w,
             wci=no_peep, wcf=no_peep, wco=no_peep, b=b,
             forget_bias=1.0, cell_clip=-1.0, use_peephole=False)
-        h = tf.cast(outputs[6], dtype)
+        h = _to(outputs[6], dtype)
         h.set_shape(x.shape[:-1].concatenate([units]))
         return h
 

@@ -249,7 +249,8 @@ class MultiGpuModel(object):
         for model, device in zip(self.models, self.devices):
             with tf.device(device):
                 pairs = self.optimizer.compute_gradients(
-                    self.precision.scale_loss(model.loss), var_list=self.variables, colocate_gradients_with_ops=True)
+                    self.precision.scale_loss(model.loss), var_list=self.variables,
+                    colocate_gradients_with_ops=True)
             per_tower.append(pairs)
         # Towers run the same code, so tower 0 tells which variables have no gradient.
         usable = set(id(v) for _, v in grad_ops.drop_none(per_tower[0]))

@@ -33,6 +33,9 @@ from crnn_multigpu.sharding import split_batch  # noqa: E402
 from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
 
 N_CPUS = 4
+LOW_PRECISIONS = ("mixed_float16", "mixed_bfloat16")
+PRECISION_ROWS = {"float32": "wrapper_1", "mixed_float16": "wrapper_1_float16",
+                  "mixed_bfloat16": "wrapper_1_bfloat16"}
 CHARSET = Charset.default()
 USE_GPUS = []  # [True] with --gpus: towers and replicas go on real GPUs
 
@@ -112,9 +115,10 @@ def plain(batch):
     return build
 
 
-def wrapper(batch, towers, check_finite=True):
+def wrapper(batch, towers, check_finite=True, precision="float32"):
     def build():
-        model = MultiGpuModel(CRNN, devices=bench_devices(towers), check_finite=check_finite)
+        model = MultiGpuModel(CRNN, devices=bench_devices(towers), check_finite=check_finite,
+                              precision=precision)
         feed = model.feed_dict(model.split(batch))
         return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
@@ -234,6 +238,17 @@ def print_op_differences(wrapper_ops, mirrored_ops, min_micros=1000):
                 op_type, wrapper_ops[op_type] / 1e3, mirrored_ops[op_type] / 1e3))
 
 
+def print_precisions(median, batch_size):
+    """Steps/s and images/s of one tower of the CRNN in each precision (medians)."""
+    rows = [(p, median[name]) for p, name in sorted(PRECISION_ROWS.items()) if name in median]
+    if not rows:
+        return
+    print("\n%-16s %10s %10s   (one tower, batch %d)" % ("precision", "steps/s", "images/s",
+                                                          batch_size))
+    for precision, seconds in rows:
+        print("%-16s %10.2f %10.1f" % (precision, 1.0 / seconds, batch_size / seconds))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (1-2 minutes)")
@@ -264,6 +279,8 @@ def main(argv=None):
                 ("pipeline_2", feed_free(batch, 2, cached=False)),
                 ("cached_2", feed_free(batch, 2, cached=True)),
                 ("embedding_20k", embedding(20000, 2)), ("embedding_2m", embedding(2000000, 2))]
+    # One tower in each precision: wrapper_1 is float32.
+    builders += [(PRECISION_ROWS[p], wrapper(batch, 1, precision=p)) for p in LOW_PRECISIONS]
     if args.data:
         builders += [("dataset_2", dataset_pipeline(args.data, args.batch_size, 2, 0.0)),
                      ("dataset_augment_2", dataset_pipeline(args.data, args.batch_size, 2,
@@ -324,6 +341,9 @@ def main(argv=None):
         "input_wait_fraction_augment": (max(0.0, 1 - 1 / ratio("dataset_augment_2", "cached_2"))
                                         if "dataset_augment_2" in times else None),
         "wrapper1_unchecked_vs_plain": ratio("wrapper_1_unchecked", "plain"),
+        # Step time in reduced precision over float32's (below 1: faster).
+        "float16_vs_float32": ratio("wrapper_1_float16", "wrapper_1"),
+        "bfloat16_vs_float32": ratio("wrapper_1_bfloat16", "wrapper_1"),
         "wrapper4_vs_mirrored4": ratio("wrapper_4", "mirrored_4"),
         "embedding_2m_vs_20k_adam": ratio("embedding_2m_adam", "embedding_20k_adam"),
     }
@@ -338,6 +358,7 @@ def main(argv=None):
         vs_plain = ratio(config.name, "plain")
         print("%-16s %12.1f %12s" % (config.name, 1000 * config.median,
                                      "%.3f" % vs_plain if vs_plain else "-"))
+    print_precisions(median, args.batch_size)
     print("")
     for key, value in sorted(ratios.items()):
         print("%-30s %.3f" % (key, value))

@@ -6,6 +6,7 @@ run this short are not meaningful and are not asserted.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -15,7 +16,7 @@ RATIO_KEYS = ("wrapper1_vs_plain", "towers2_vs_towers1", "wrapper_vs_mirrored",
               "augment_vs_no_augment", "input_wait_fraction_augment")
 CONFIGURATIONS = ("plain", "wrapper_1", "wrapper_2", "wrapper_4", "mirrored_2", "feed_dict_2",
                   "pipeline_2", "cached_2", "embedding_20k", "embedding_2m", "dataset_2",
-                  "dataset_augment_2")
+                  "dataset_augment_2", "wrapper_1_float16", "wrapper_1_bfloat16")
 
 
 def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_path, tiny_dataset):
@@ -33,6 +34,8 @@ def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_pa
     assert all(seconds > 0 for seconds in report["step_seconds"].values())
     assert report["settings"]["batch_size"] == 8
     assert "op time by type per step" in result.stdout  # the wrapper/Mirrored profile
+    for precision in ("float32", "mixed_float16", "mixed_bfloat16"):  # steps/s and images/s
+        assert re.search(r"^%s +\d+\.\d+ +\d+\.\d+$" % precision, result.stdout, re.M), precision
 
 
 def test_gpu_mode_on_a_machine_without_enough_gpus_says_so():
