@@ -250,3 +250,30 @@ def test_crnn_train_mixed_float16_resumes_exactly(tiny_dataset, tmp_path):
 def checkpoint_values(run_dir):
     reader = tf.train.load_checkpoint(latest_checkpoint(run_dir))
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def test_function_style_mixed_bfloat16_matches_float32(make_session):
+    """from_function passes the policy on: a model function built from layers needs no change."""
+    batch = toy_batch(n=6, seed=5)
+    results = {}
+    for policy in ("float32", "mixed_bfloat16"):
+        graph = tf.Graph()
+        with graph.as_default():
+            x, y = tf.placeholder(tf.float32, [None, 3]), tf.placeholder(tf.float32, [None, 2])
+            wrapper = MultiGpuModel.from_function(
+                lambda inputs: layers.dense(tf.nn.relu(layers.dense(inputs, 8, name="h")), 2),
+                lambda out, labels: tf.reduce_mean(tf.square(layers.float32(out) - labels)),
+                x, y, devices=cpu_devices(2), precision=policy,
+                optimizer=tf.train.GradientDescentOptimizer(0.1))
+            session = make_session(graph)
+            session.run(tf.global_variables_initializer())
+            for variable in tf.trainable_variables():  # the same start for both
+                variable.load(np.random.RandomState(7).randn(*variable.shape.as_list()) * 0.5,
+                              session)
+            results[policy] = [session.run([wrapper.objective, wrapper.loss],
+                                           {x: batch["x"], y: batch["y"]})[1] for _ in range(3)]
+            dtypes = {op.outputs[0].dtype for op in graph.get_operations() if op.type == "MatMul"
+                      and not op.name.startswith("gradients")}
+            assert dtypes == {tf.float32 if policy == "float32" else tf.bfloat16}, dtypes
+    assert results["float32"][2] < results["float32"][0]
+    np.testing.assert_allclose(results["mixed_bfloat16"], results["float32"], rtol=2e-2)
