@@ -175,17 +175,18 @@ class MixedFloat16(_Mixed):
 
     def finish(self, finite, global_step):
         """Update the scale; on a skipped step advance the global step (the optimizer did not)."""
-        good = self.good_steps + 1
-        grow = tf.logical_and(finite, good >= self.growth_steps)
-        halved = tf.maximum(self.scale * 0.5, self.min_scale)
-        new_scale = tf.where(grow, self.scale * 2.0, tf.where(finite, self.scale, halved))
-        new_good = tf.where(tf.logical_and(finite, tf.logical_not(grow)), good,
-                            tf.zeros_like(good))
-        with tf.control_dependencies([self._check]):
-            update = tf.group(tf.assign(self.scale, new_scale),
-                              tf.assign(self.good_steps, new_good), name="update_loss_scale")
-        with tf.control_dependencies([self._when_not.op]):
-            advance = tf.assign_add(global_step, 1, name="skip_step").op
+        with tf.name_scope("loss_scale"), tf.device(self.scale.device):
+            good = self.good_steps + 1
+            grow = tf.logical_and(finite, good >= self.growth_steps)
+            halved = tf.maximum(self.scale * 0.5, self.min_scale)
+            new_scale = tf.where(grow, self.scale * 2.0, tf.where(finite, self.scale, halved))
+            new_good = tf.where(tf.logical_and(finite, tf.logical_not(grow)), good,
+                                tf.zeros_like(good))
+            with tf.control_dependencies([self._check]):
+                update = tf.group(tf.assign(self.scale, new_scale),
+                                  tf.assign(self.good_steps, new_good), name="update")
+            with tf.control_dependencies([self._when_not.op]):
+                advance = tf.assign_add(global_step, 1, name="skip_step").op
         return [update, advance]
 
 
