@@ -74,7 +74,17 @@ class _Mixed(Float32):
         # name scope (tower 0's op names stay the plain model's, later towers' keep tower_i/).
         with tf.variable_scope(tf.get_variable_scope(), custom_getter=self._cast_on_read,
                                auxiliary_name_scope=False):
-            yield
+            try:
+                yield
+            except TypeError as error:
+                # An op whose definition lacks the dtype fails while the graph is built; say
+                # what to do rather than leave TensorFlow's "not in list of allowed values".
+                if self.compute_dtype.name not in str(error):
+                    raise
+                raise TypeError("precision %r: an op of the model has no %s version (%s). Cast "
+                                "its inputs to float32 there (layers.float32), or use another "
+                                "precision" % (self.name, self.compute_dtype.name,
+                                               str(error).splitlines()[0]))
 
     def _cast_on_read(self, getter, name, *args, **kwargs):
         variable = getter(name, *args, **kwargs)
@@ -88,7 +98,10 @@ class MixedBFloat16(_Mixed):
 
     On CPU, both TensorFlow stacks here (1.15 and 2.x) have bfloat16 kernels for
     convolution, matmul, pooling and the element-wise ops; ``BlockLSTM`` accepts only
-    float16/float32, so ``layers.lstm`` runs it in float32 (see there).
+    float16/float32, so ``layers.lstm`` runs it in float32 (see there). A model op whose
+    definition has no bfloat16 version fails while the wrapper is built, with a TypeError
+    naming the op and what to do; one with the version but no kernel on the chosen device
+    fails at the first step with TensorFlow's "No OpKernel was registered" error.
     """
 
     name = "mixed_bfloat16"

@@ -277,3 +277,26 @@ def test_function_style_mixed_bfloat16_matches_float32(make_session):
             assert dtypes == {tf.float32 if policy == "float32" else tf.bfloat16}, dtypes
     assert results["float32"][2] < results["float32"][0]
     np.testing.assert_allclose(results["mixed_bfloat16"], results["float32"], rtol=2e-2)
+
+
+class RawBlockLSTM(object):
+    """Calls BlockLSTM on the cast weights directly: the op has no bfloat16 version."""
+
+    def __init__(self):
+        self.x = tf.placeholder(tf.float32, [2, None, 3])
+        w = tf.get_variable("w", [7, 16])
+        zeros = tf.zeros([tf.shape(self.x)[1], 4], w.dtype)
+        peep = tf.zeros([4], w.dtype)
+        h = tf.raw_ops.BlockLSTM(seq_len_max=tf.constant(2, tf.int64), x=tf.cast(self.x, w.dtype),
+                                 cs_prev=zeros, h_prev=zeros, w=w, wci=peep, wcf=peep, wco=peep,
+                                 b=tf.zeros([16], w.dtype), forget_bias=1.0, cell_clip=-1.0,
+                                 use_peephole=False)[6]
+        self.loss = tf.reduce_mean(tf.cast(h, tf.float32))
+
+    def feed_dict(self, batch):
+        return {self.x: batch}
+
+
+def test_an_op_without_the_low_precision_says_what_to_do():
+    with pytest.raises(TypeError, match="mixed_bfloat16.*no bfloat16 version.*layers.float32"):
+        MultiGpuModel(RawBlockLSTM, devices=cpu_devices(2), precision="mixed_bfloat16")
