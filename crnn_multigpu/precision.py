@@ -100,7 +100,7 @@ class MixedBFloat16(_Mixed):
     convolution, matmul, pooling and the element-wise ops; ``BlockLSTM`` accepts only
     float16/float32, so ``layers.lstm`` runs it in float32 (see there). A model op whose
     definition has no bfloat16 version fails while the wrapper is built, with a TypeError
-    naming the op and what to do; one with the version but no kernel on the chosen device
+    that quotes TensorFlow's complaint and says what to do; one with the version but no kernel on the chosen device
     fails at the first step with TensorFlow's "No OpKernel was registered" error.
     """
 
