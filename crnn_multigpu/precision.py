@@ -100,8 +100,9 @@ class MixedBFloat16(_Mixed):
     convolution, matmul, pooling and the element-wise ops; ``BlockLSTM`` accepts only
     float16/float32, so ``layers.lstm`` runs it in float32 (see there). A model op whose
     definition has no bfloat16 version fails while the wrapper is built, with a TypeError
-    that quotes TensorFlow's complaint and says what to do; one with the version but no kernel on the chosen device
-    fails at the first step with TensorFlow's "No OpKernel was registered" error.
+    that quotes TensorFlow's complaint and says what to do; one with the version but no
+    kernel on the chosen device fails at the first step with TensorFlow's "No OpKernel was
+    registered" error.
     """
 
     name = "mixed_bfloat16"
@@ -124,7 +125,8 @@ class MixedFloat16(_Mixed):
     ``Switch`` on ``finite`` whose true output is dead when ``finite`` is false, and TF's
     executor does not run an op with a dead input (this is how graph-mode ``tf.cond``
     gates its branches; ``tf.cond`` itself cannot gate update ops that were built inside
-    the towers, outside the cond).
+    the towers, outside the cond). Running ``objective`` is unchanged for the caller: a
+    target op that is dead in a skipped step simply does not run, without an error.
 
     The scale never drops below ``min_scale`` (1): a non-finite gradient at that scale is not
     an overflow that scaling can cure (a NaN in the data, a diverged model), so the step
