@@ -279,14 +279,14 @@ def main(argv=None):
                 ("pipeline_2", feed_free(batch, 2, cached=False)),
                 ("cached_2", feed_free(batch, 2, cached=True)),
                 ("embedding_20k", embedding(20000, 2)), ("embedding_2m", embedding(2000000, 2))]
-    # One tower in each precision: wrapper_1 is float32. TF 1.15's CPU kernels for float16
-    # (and bfloat16) are element-by-element emulations: measured here, one step of batch 8
-    # took 31 s in float16 against 0.16 s in float32, too slow to time; TF 2 is measured.
+    # One tower in each precision: wrapper_1 is float32. On TF 1.15's CPU kernels, measured
+    # here at batch 8: float32 0.16 s per step, float16 31 s per step (emulated), bfloat16
+    # 0.30 s but 65 s for its first step; too slow for the benchmark, so TF 2 only.
     if TF_VERSION >= (2, 0) or USE_GPUS:
         builders += [(PRECISION_ROWS[p], wrapper(batch, 1, precision=p)) for p in LOW_PRECISIONS]
     else:
-        sys.stderr.write("not timing float16/bfloat16: TF %s's CPU kernels for them are "
-                         "emulated (minutes per step)\n" % ".".join(map(str, TF_VERSION)))
+        sys.stderr.write("not timing float16/bfloat16: TF %s's CPU kernels for them take "
+                         "tens of seconds per step\n" % ".".join(map(str, TF_VERSION)))
     if args.data:
         builders += [("dataset_2", dataset_pipeline(args.data, args.batch_size, 2, 0.0)),
                      ("dataset_augment_2", dataset_pipeline(args.data, args.batch_size, 2,
