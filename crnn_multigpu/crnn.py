@@ -81,7 +81,8 @@ class CRNN(object):
             ds = self.DOWNSAMPLE
             self.seq_lengths = tf.clip_by_value((self.widths + ds - 1) // ds, 1, num_steps,
                                                 name="seq_lengths")
-            self.logits = self._sequence_head(seq, self.seq_lengths)
+            # CTC and the softmax read float32 logits whatever the towers compute in.
+            self.logits = layers.float32(self._sequence_head(seq, self.seq_lengths))
         self.log_probs_per_frame = tf.nn.log_softmax(self.logits)
         self._build_loss()
         self._build_decoders()

@@ -5,18 +5,35 @@ variables with ``tf.get_variable`` only, so a tower wrapper can share one set
 of weights between towers by re-entering the enclosing variable scope with
 ``reuse=True`` (no ``tf.Variable``, no Keras).
 
+Layers compute in the dtype of the weights ``tf.get_variable`` hands them: float32
+normally, float16 or bfloat16 under a mixed-precision policy (see ``precision``, whose
+custom getter casts the float32 variables on read); the input is cast to that dtype
+(a no-op in float32, so the float32 graph is unchanged). Batch-norm moments and
+normalisation stay float32.
+
 Runs unchanged on TF 1.15 and on TF 2.x through ``tensorflow.compat.v1``.
 """
 from crnn_multigpu.compat import tf
 from crnn_multigpu.tower_context import current_tower
 
-__all__ = ["conv2d", "batch_norm", "max_pool", "dense", "lstm", "bidirectional_lstm"]
+__all__ = ["float32", "conv2d", "batch_norm", "max_pool", "dense", "lstm", "bidirectional_lstm"]
 
 
 def _pair(v):
     if isinstance(v, int):
         return (v, v)
     return tuple(int(a) for a in v)
+
+
+def _to(x, dtype):
+    """``x`` in ``dtype``; no op at all when it already is (tf.cast would still take a name)."""
+    return x if x.dtype.base_dtype == dtype else tf.cast(x, dtype)
+
+
+def float32(x):
+    """``x`` as float32, for what must stay full precision under a mixed-precision policy
+    (CTC, softmax, log-probabilities); no op when ``x`` already is float32."""
+    return _to(x, tf.float32)
 
 
 def _he_init():
@@ -38,7 +55,7 @@ def conv2d(x, filters, kernel=(3, 3), strides=(1, 1), padding="SAME", use_bias=T
     with tf.variable_scope(name):
         w = tf.get_variable("kernel", [kh, kw, in_ch, int(filters)], tf.float32,
                             initializer=_he_init())
-        y = tf.nn.conv2d(x, w, [1, sh, sw, 1], padding)
+        y = tf.nn.conv2d(_to(x, w.dtype.base_dtype), w, [1, sh, sw, 1], padding)
         if use_bias:
             b = tf.get_variable("bias", [int(filters)], tf.float32,
                                 initializer=tf.zeros_initializer())
@@ -59,6 +76,10 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, sync=False, name="bn"):
     ``sync=True``: inside a tower wrapper the batch moments are those of the whole global
     batch, not of this tower's shard (see ``_global_moments``); the moving statistics (tower 0's
     updates) then follow the global moments too. Alone, or with one tower, it changes nothing.
+
+    Moments and normalisation are computed in float32 whatever ``x``'s dtype (a
+    float16 sum of squares overflows, bfloat16's 8-bit mantissa makes the variance
+    coarse); the result is returned in ``x``'s dtype.
     """
     channels = int(x.shape[-1])
     axes = list(range(x.shape.ndims - 1))
@@ -75,10 +96,11 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, sync=False, name="bn"):
                                       initializer=tf.zeros_initializer(), **stats)
         moving_var = tf.get_variable("moving_variance", [channels], tf.float32,
                                      initializer=tf.ones_initializer(), **stats)
+        x32 = _to(x, tf.float32)
         if sync and current_tower().count > 1:
-            batch_mean, batch_var = _global_moments(x, axes, moving_mean)
+            batch_mean, batch_var = _global_moments(x32, axes, moving_mean)
         else:
-            batch_mean, batch_var = tf.nn.moments(x, axes)
+            batch_mean, batch_var = tf.nn.moments(x32, axes)
         t = tf.cast(training, tf.float32)
         mean = t * batch_mean + (1.0 - t) * moving_mean
         var = t * batch_var + (1.0 - t) * moving_var
@@ -89,7 +111,9 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, sync=False, name="bn"):
                                    name="update_moving_variance")
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_mean)
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_var)
-        return tf.nn.batch_normalization(x, mean, var, beta, gamma, epsilon)
+        y = tf.nn.batch_normalization(x32, mean, var, _to(beta, tf.float32),
+                                      _to(gamma, tf.float32), epsilon)
+        return _to(y, x.dtype.base_dtype)
 
 
 def _global_moments(x, axes, shift):
@@ -127,6 +151,7 @@ def dense(x, units, name="dense"):
                             initializer=_glorot_init())
         b = tf.get_variable("bias", [int(units)], tf.float32,
                             initializer=tf.zeros_initializer())
+        x = _to(x, w.dtype.base_dtype)
         if x.shape.ndims == 2:
             return tf.nn.bias_add(tf.matmul(x, w), b)
         flat = tf.reshape(x, [-1, in_dim])
@@ -145,6 +170,10 @@ def lstm(x, lengths, units, name="lstm"):
     :func:`bidirectional_lstm`; a forward LSTM is causal, so outputs at valid
     frames never depend on the right padding (frames past a length are junk
     that CTC ignores).
+
+    ``BlockLSTM`` accepts only float16 and float32 (its op definition, on every device and
+    both TF stacks), so with bfloat16 weights the cell runs in float32 (weights, input and
+    state cast up) and ``h`` is returned in bfloat16.
     """
     del lengths  # causal: padding after the valid frames cannot leak backwards
     in_dim = int(x.shape[-1])
@@ -155,15 +184,18 @@ def lstm(x, lengths, units, name="lstm"):
                             initializer=_glorot_init())
         b = tf.get_variable("bias", [4 * units], tf.float32,
                             initializer=tf.zeros_initializer())
+        dtype = w.dtype.base_dtype
+        run = tf.float32 if dtype == tf.bfloat16 else dtype
+        x, w, b = _to(x, run), _to(w, run), _to(b, run)
         batch = tf.shape(x)[1]
-        zeros_state = tf.zeros(tf.stack([batch, units]), tf.float32)
-        no_peep = tf.zeros([units], tf.float32)  # constants: the op wants them
+        zeros_state = tf.zeros(tf.stack([batch, units]), run)
+        no_peep = tf.zeros([units], run)  # constants: the op wants them
         outputs = tf.raw_ops.BlockLSTM(
             seq_len_max=tf.cast(tf.shape(x)[0], tf.int64), x=x,
             cs_prev=zeros_state, h_prev=zeros_state, w=w,
             wci=no_peep, wcf=no_peep, wco=no_peep, b=b,
             forget_bias=1.0, cell_clip=-1.0, use_peephole=False)
-        h = outputs[6]
+        h = _to(outputs[6], dtype)
         h.set_shape(x.shape[:-1].concatenate([units]))
         return h
 

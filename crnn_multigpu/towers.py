@@ -23,6 +23,7 @@ from contextlib import nullcontext
 
 from crnn_multigpu import gradients as grad_ops
 from crnn_multigpu import strategies
+from crnn_multigpu import precision as precisions
 from crnn_multigpu.compat import tf
 from crnn_multigpu.devices import (VARIABLE_OP_TYPES, host_device, tower_device_function,
                                    tower_devices)
@@ -87,6 +88,8 @@ class MultiGpuModel(object):
       xla: compile each tower with XLA (``jit_scope`` around the tower's forward pass; its
         gradients follow). Same results within float tolerance; whether it is faster depends on
         the model and the device (see docs/benchmarks.md).
+      precision: "float32", "mixed_float16" or "mixed_bfloat16" (or a ``precision`` policy):
+        float32 variables, towers computing in that dtype; float16 adds dynamic loss scaling.
       **model_kwargs: passed to ``model_cls``.
 
     After building: ``variables`` (the plain-named trainable variables), ``model_variables``
@@ -100,7 +103,8 @@ class MultiGpuModel(object):
     @classmethod
     def from_function(cls, model_fn, loss_fn, inputs, labels, n_gpus=None, devices=None,
                       optimizer=None, variable_device=None, clip_norm=None, check_finite=True,
-                      gradient_processors=(), strategy=None, xla=False):
+                      gradient_processors=(), strategy=None, xla=False,
+                      precision="float32"):
         """The function style: a model function, a loss function and whole-batch tensors.
 
         ``inputs`` and ``labels`` are whole-batch tensors (placeholders or a ``tf.data``
@@ -122,6 +126,7 @@ class MultiGpuModel(object):
                       variable_device=variable_device, clip_norm=clip_norm,
                       check_finite=check_finite, input_fn=batch.shard,
                       gradient_processors=gradient_processors, strategy=strategy, xla=xla,
+                      precision=precision,
                       model_fn=model_fn, loss_fn=loss_fn)
         # Whole batches go in, so predictions come out as one whole batch too.
         with tf.device(wrapper.variable_device):
@@ -130,7 +135,8 @@ class MultiGpuModel(object):
 
     def __init__(self, model_cls=None, n_gpus=None, optimizer=None, devices=None,
                  variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
-                 gradient_processors=(), strategy=None, train=True, xla=False, **model_kwargs):
+                 gradient_processors=(), strategy=None, train=True, xla=False,
+                 precision="float32", **model_kwargs):
         model_cls = model_cls or type(self).model_cls
         if model_cls is None:
             raise TypeError("MultiGpuModel needs a model class: MultiGpuModel(MyModel, ...) or a "
@@ -139,12 +145,17 @@ class MultiGpuModel(object):
         self.devices = tower_devices(n_gpus, devices)
         self.strategy = strategies.resolve(strategy, variable_device)
         self.strategy.setup(self.devices)
-        # Where the wrapper's own small ops go (loss mean, global step).
+        # Where the wrapper's own small ops go (loss mean, global step, loss scale).
         self.variable_device = self.strategy.central_device
+        self.precision = precisions.get(precision)
+        if self.precision.needs_finite_check and not check_finite:
+            raise ValueError("precision %r skips steps with non-finite gradients, which needs "
+                             "check_finite=True" % self.precision.name)
         self.global_step = None
         if train:
             with tf.device(self.variable_device):
                 self.global_step = tf.train.get_or_create_global_step()
+                self.precision.create_variables()
         # What each tower's model may ask while it is built (tower_context.current_tower()).
         self.tower_group = TowerGroup(self.devices, training=train)
         check_xla(xla, self.devices)
@@ -170,7 +181,7 @@ class MultiGpuModel(object):
         self.strategy.finish(self.optimizer)
         self.post_init_op = self.strategy.post_init_op()
         self.savable_variables = self.strategy.savable_variables(
-            self.model_variables, self.optimizer, self.global_step)
+            self.model_variables, self.optimizer, self.global_step) + self.precision.variables()
 
     # -- graph building ---------------------------------------------------
 
@@ -224,7 +235,8 @@ class MultiGpuModel(object):
             # jit_scope marks the ops as compiled; the gradients built later from them are
             # compiled too (compile_ops and separate_compiled_gradients keep their defaults).
             with self.tower_group.context(index), \
-                    tf.xla.experimental.jit_scope() if self.xla else nullcontext():
+                    tf.xla.experimental.jit_scope() if self.xla else nullcontext(), \
+                    self.precision.variable_scope():
                 return self.model_cls(**model_kwargs)
         except ValueError as error:
             if index > 0 and "does not exist" in str(error):
@@ -298,7 +310,8 @@ class MultiGpuModel(object):
         for index, (model, device) in enumerate(zip(self.models, self.devices)):
             with tf.device(device):
                 pairs = self.optimizer.compute_gradients(
-                    model.loss, var_list=self.strategy.tower_variables(index, self.variables),
+                    self.precision.scale_loss(model.loss),
+                    var_list=self.strategy.tower_variables(index, self.variables),
                     colocate_gradients_with_ops=True)
             per_tower.append(pairs)
         # Towers run the same code, so tower 0 tells which variables have no gradient.
@@ -307,7 +320,9 @@ class MultiGpuModel(object):
         return [[pair for pair, use in zip(pairs, usable) if use] for pairs in per_tower]
 
     def _process(self, grads, clip_norm):
-        """The user's processors, then clipping: on one list of combined gradients."""
+        """Loss scaling undone, the user's processors, then clipping: on one list of combined
+        gradients."""
+        grads = self.precision.unscale(grads)
         for process in self.gradient_processors:
             grads = process(grads)
         norm = None
@@ -325,14 +340,14 @@ class MultiGpuModel(object):
                 with tf.device(device):
                     groups.append(self._process(grads, clip_norm))
             grads, self.gradient_norm = groups[0]
-            guards = []
+            guards, finite = [], None
             if check_finite:
                 with tf.device(self.variable_device):
                     # Any tower's NaN reaches every combined list, so the first one tells.
                     finite = grad_ops.all_finite(grads, extra=[self.loss])
-                    guards.append(tf.Assert(finite, [NONFINITE_MESSAGE + " at global step",
-                                                     self.global_step, "loss", self.loss],
-                                            name="check_finite"))
+                    guards.append(self.precision.guard(
+                        finite, [NONFINITE_MESSAGE + " at global step", self.global_step,
+                                 "loss", self.loss]))
                 for update in self.update_ops:
                     # Update ops were built inside the tower; gate them too, so a bad batch
                     # cannot poison moving statistics either.
@@ -343,7 +358,8 @@ class MultiGpuModel(object):
         with tf.variable_scope(tf.get_variable_scope(), reuse=tf.AUTO_REUSE), \
                 tf.control_dependencies(guards):
             apply_op = self.optimizer.apply_gradients(every_copy, global_step=self.global_step)
-        return tf.group(apply_op, *self.update_ops, name="objective")
+        return tf.group(apply_op, *self.update_ops,
+                        *self.precision.finish(finite, self.global_step), name="objective")
 
     def _summaries(self):
         summaries = [tf.summary.scalar("train/loss", self.loss)]

@@ -34,6 +34,9 @@ from crnn_multigpu.strategies import ParameterServer, Replicated  # noqa: E402
 from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
 
 N_CPUS = 4
+LOW_PRECISIONS = ("mixed_float16", "mixed_bfloat16")
+PRECISION_ROWS = {"float32": "wrapper_1", "mixed_float16": "wrapper_1_float16",
+                  "mixed_bfloat16": "wrapper_1_bfloat16"}
 CHARSET = Charset.default()
 USE_GPUS = []  # [True] with --gpus: towers and replicas go on real GPUs
 
@@ -123,11 +126,11 @@ def plain(batch):
     return build
 
 
-def wrapper(batch, towers, check_finite=True, strategy=None):
+def wrapper(batch, towers, check_finite=True, strategy=None, precision="float32"):
     """The tower wrapper; ``strategy``: a callable making its placement strategy (default ps)."""
     def build():
         model = MultiGpuModel(CRNN, devices=bench_devices(towers), check_finite=check_finite,
-                              strategy=strategy() if strategy else None)
+                              strategy=strategy() if strategy else None, precision=precision)
         feed = model.feed_dict(model.split(batch))
         return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
@@ -247,6 +250,17 @@ def print_op_differences(wrapper_ops, mirrored_ops, min_micros=1000):
                 op_type, wrapper_ops[op_type] / 1e3, mirrored_ops[op_type] / 1e3))
 
 
+def print_precisions(median, batch_size):
+    """Steps/s and images/s of one tower of the CRNN in each precision (medians)."""
+    rows = [(p, median[name]) for p, name in sorted(PRECISION_ROWS.items()) if name in median]
+    if not rows:
+        return
+    print("\n%-16s %10s %10s   (one tower, batch %d)" % ("precision", "steps/s", "images/s",
+                                                          batch_size))
+    for precision, seconds in rows:
+        print("%-16s %10.2f %10.1f" % (precision, 1.0 / seconds, batch_size / seconds))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (1-2 minutes)")
@@ -279,6 +293,14 @@ def main(argv=None):
                 ("embedding_20k", embedding(20000, 2)), ("embedding_2m", embedding(2000000, 2))]
     # One row per placement strategy (wrapper_2 is the default, ParameterServer()).
     builders += [(name, wrapper(batch, 2, strategy=make)) for name, make in STRATEGY_ROWS]
+    # One tower in each precision: wrapper_1 is float32. On TF 1.15's CPU kernels, measured
+    # here at batch 8: float32 0.16 s per step, float16 31 s per step (emulated), bfloat16
+    # 0.30 s but 65 s for its first step; too slow for the benchmark, so TF 2 only.
+    if TF_VERSION >= (2, 0) or USE_GPUS:
+        builders += [(PRECISION_ROWS[p], wrapper(batch, 1, precision=p)) for p in LOW_PRECISIONS]
+    else:
+        sys.stderr.write("not timing float16/bfloat16: TF %s's CPU kernels for them take "
+                         "tens of seconds per step\n" % ".".join(map(str, TF_VERSION)))
     if args.data:
         builders += [("dataset_2", dataset_pipeline(args.data, args.batch_size, 2, 0.0)),
                      ("dataset_augment_2", dataset_pipeline(args.data, args.batch_size, 2,
@@ -344,6 +366,9 @@ def main(argv=None):
         "ps_towers_vs_mirrored": ratio("ps_towers_2", "mirrored_2"),
         "replicated_vs_mirrored": ratio("replicated_2", "mirrored_2"),
         "replicated_packed_vs_mirrored": ratio("replicated_packed_2", "mirrored_2"),
+        # Step time in reduced precision over float32's (below 1: faster).
+        "float16_vs_float32": ratio("wrapper_1_float16", "wrapper_1"),
+        "bfloat16_vs_float32": ratio("wrapper_1_bfloat16", "wrapper_1"),
         "wrapper4_vs_mirrored4": ratio("wrapper_4", "mirrored_4"),
         "embedding_2m_vs_20k_adam": ratio("embedding_2m_adam", "embedding_20k_adam"),
     }
@@ -358,6 +383,7 @@ def main(argv=None):
         vs_plain = ratio(config.name, "plain")
         print("%-16s %12.1f %12s" % (config.name, 1000 * config.median,
                                      "%.3f" % vs_plain if vs_plain else "-"))
+    print_precisions(median, args.batch_size)
     print("")
     for key, value in sorted(ratios.items()):
         print("%-30s %.3f" % (key, value))

@@ -6,9 +6,12 @@ run this short are not meaningful and are not asserted.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 from waiting import HANG_GUARD
+
+from crnn_multigpu.compat import TF_VERSION
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATIO_KEYS = ("wrapper1_vs_plain", "towers2_vs_towers1", "wrapper_vs_mirrored",
@@ -18,7 +21,8 @@ RATIO_KEYS = ("wrapper1_vs_plain", "towers2_vs_towers1", "wrapper_vs_mirrored",
 CONFIGURATIONS = ("plain", "wrapper_1", "wrapper_2", "wrapper_4", "mirrored_2", "feed_dict_2",
                   "pipeline_2", "cached_2", "embedding_20k", "embedding_2m", "dataset_2",
                   "dataset_augment_2", "ps_packed_2", "ps_towers_2", "replicated_2",
-                  "replicated_packed_2")
+                  "replicated_packed_2") + (("wrapper_1_float16", "wrapper_1_bfloat16")
+                                            if TF_VERSION >= (2, 0) else ())
 
 
 def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_path, tiny_dataset):
@@ -36,6 +40,10 @@ def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_pa
     assert all(seconds > 0 for seconds in report["step_seconds"].values())
     assert report["settings"]["batch_size"] == 8
     assert "op time by type per step" in result.stdout  # the wrapper/Mirrored profile
+    # steps/s and images/s per precision (TF 1.15 emulates float16 on CPU: not timed there)
+    for precision in ("float32",) + (("mixed_float16", "mixed_bfloat16")
+                                     if TF_VERSION >= (2, 0) else ()):
+        assert re.search(r"^%s +\d+\.\d+ +\d+\.\d+$" % precision, result.stdout, re.M), precision
 
 
 def test_gpu_mode_on_a_machine_without_enough_gpus_says_so():

@@ -25,6 +25,7 @@ from crnn_multigpu.devices import (close_session, cpu_devices, session_config, t
                                    visible_gpus)
 from crnn_multigpu.inference import decode_rows
 from crnn_multigpu.metrics import text_metrics
+from crnn_multigpu.precision import NAMES as PRECISIONS
 from crnn_multigpu.towers import MultiGpuModel
 from crnn_multigpu.training import Trainer
 
@@ -108,6 +109,10 @@ def build_parser():
     parser.add_argument("--sync-bn", action="store_true",
                         help="with several towers: batch norm uses the moments of the whole global "
                              "batch instead of each tower's shard (what one tower would compute)")
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32",
+                        help="what the towers compute in; variables and checkpoints stay float32 "
+                             "(mixed_float16 adds dynamic loss scaling; bfloat16 is fast on CPUs "
+                             "with AVX512_BF16/AMX)")
     parser.add_argument("--on-nonfinite", choices=["stop", "skip"], default="stop",
                         help="NaN/Inf loss: stop (default) or skip the batch")
     parser.add_argument("--verbose", action="store_true")
@@ -147,7 +152,7 @@ def run_config(args, charset):
     model["channels"] = list(model["channels"])
     return dict(model=model, charset="".join(charset.chars), image_width=args.width or None,
                 batch_size=args.batch_size, lr=args.lr, seed=args.seed, steps=args.steps,
-                sync_bn=args.sync_bn,
+                sync_bn=args.sync_bn, precision=args.precision,
                 augment=args.augment, bucket=args.bucket, train=os.path.abspath(args.train))
 
 
@@ -161,8 +166,10 @@ def check_run_dir(args, config):
     if args.resume and os.path.exists(os.path.join(args.out, "config.json")):
         previous = load_config(args.out)
         # "bucket" changes the data order; runs from before it was recorded did not bucket.
-        for key in ("model", "charset", "image_width", "bucket"):
-            if previous.get(key, 0 if key == "bucket" else None) != config[key]:
+        # "precision": float16 runs checkpoint a loss scale that the others lack.
+        before = dict(bucket=0, precision="float32")
+        for key in ("model", "charset", "image_width", "bucket", "precision"):
+            if previous.get(key, before.get(key)) != config[key]:
                 raise ValueError("--resume: %s of %s differs from this command's (%s vs %s); use the "
                                  "same settings or another --out" % (key, args.out,
                                                                      previous.get(key), config[key]))
@@ -244,7 +251,8 @@ def main_body(argv=None):
         if mode == "dataset" else None
     wrapper = MultiGpuModel(CRNN, devices=towers, strategy=make_strategy(args, variable_device),
                             optimizer=optimizer, clip_norm=args.clip_norm or None,
-                            input_fn=input_fn, sync_bn=args.sync_bn, **config["model"])
+                            input_fn=input_fn, sync_bn=args.sync_bn, precision=args.precision,
+                            **config["model"])
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
                              args.validate_max) if val_set else None
     # On a cluster the Saver's file writes run where its ops are placed: pin them to
