@@ -20,6 +20,7 @@ import collections
 import json
 import os
 import platform
+import re
 import sys
 import time
 
@@ -111,16 +112,23 @@ class Step(object):
         return float(np.median(self.times))
 
 
+# oneDNN (on by default on Intel CPUs, TF_ENABLE_ONEDNN_OPTS=1 elsewhere) renames the kernels it
+# runs: _MklNativeConv2DBackpropFilter is Conv2DBackpropFilter. One name per op keeps the profile
+# comparable between machines.
+ONEDNN_PREFIX = re.compile(r"^_Mkl(Native)?")
+
+
 def op_profile(metadata):
-    """Op microseconds by op type in one traced step (host-side duplicates of TF 1.x skipped)."""
+    """Op microseconds by op type in one traced step (host-side duplicates of TF 1.x skipped),
+    oneDNN's kernel names mapped back to the op's."""
     by_type = collections.Counter()
     for device in metadata.step_stats.dev_stats:
         if "/host:" in device.device:
             continue
         for node in device.node_stats:
             label = node.timeline_label.split(" = ")
-            by_type[label[1].split("(")[0] if len(label) > 1 else node.node_name] += \
-                node.all_end_rel_micros
+            op_type = label[1].split("(")[0] if len(label) > 1 else node.node_name
+            by_type[ONEDNN_PREFIX.sub("", op_type)] += node.all_end_rel_micros
     return by_type
 
 
