@@ -11,7 +11,8 @@ Conv2DBackpropFilter: 0.5 % in float16, 0.3 to 3 % in bfloat16), and the conv st
 seven of them, each through batch norm's backward, which subtracts the gradient's mean and
 so magnifies relative error. The first layers' gradients then differ by 5 % (float16) and
 40 % (bfloat16); the large gradients near the loss by 0.1 % and 1 %. The test bounds the
-relative error of the whole gradient at 10 % and 20 % (measured 3 % and 8 %): loose, but it
+relative error of the whole gradient at 20 % for both (measured 3 % and 8 % with TF's own CPU
+kernels; 15 % in float16 with oneDNN's, which Intel CPUs use by default): loose, but it
 still fails for a missing unscale (x64), a wrong sign or a dropped tower; that training
 follows float32's course is checked on the losses of three steps (rtol as the loss).
 Weights after Adam steps are not compared: Adam's first steps move each weight by about
@@ -35,7 +36,7 @@ from crnn_multigpu.towers import NONFINITE_MESSAGE
 TINY = dict(channels=(4, 4, 8, 8, 8, 8, 8), lstm_units=8)
 Batch = collections.namedtuple("Batch", "images widths labels label_lengths")
 LOSS_RTOL = {"mixed_float16": 2e-3, "mixed_bfloat16": 2e-2}
-GRAD_RTOL = {"mixed_float16": 0.1, "mixed_bfloat16": 0.2}
+GRAD_RTOL = {"mixed_float16": 0.2, "mixed_bfloat16": 0.2}
 STEPS = 3
 TRAIN_TINY = ["--model", "tiny", "--batch-size", "8", "--log-every", "5", "--validate-every", "0"]
 
