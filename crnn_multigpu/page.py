@@ -13,6 +13,12 @@
    separate pieces (a page number at the far right, table cells); each piece is boxed
    tightly around its ink.
 
+Before that, :func:`remove_rules` paints out the rules of tables and frames: vertical ink
+strokes longer than two of the page's tallest glyphs (no glyph is that tall) and horizontal
+ones longer than ten (no glyph is that wide). They are ink on the page but not text; left in, a
+table's vertical rules join its rows into one band and are read as ``|``.
+:func:`line_crops` is the whole path from a page to the images of its lines.
+
 What it cannot do, by design: multi-column pages are read across the columns (each row
 band is one line of text, its pieces joined left to right); skewed or rotated pages
 (more than about half a degree over a full-width line) merge neighbouring lines; photos
@@ -36,6 +42,9 @@ THIN_BAND = 0.45        # bands thinner than this are dots, underscores, dashes 
 JOIN_GAP = 0.25         # ... and join a neighbour at most this far away (i-dots: 1-2 px)
 TALL_BAND = 1.7         # bands taller than this may be two touching lines
 COLUMN_GAP = 1.5        # in band heights: wider gaps separate pieces of a row
+# In glyph heights (the tallest glyphs' height, about one line; see glyph_height):
+RULE_HEIGHT = 2.0       # vertical strokes at least this long are table rules, not glyphs
+RULE_WIDTH = 10.0       # ... and horizontal ones at least this long
 
 
 def ink_mask(image):
@@ -83,13 +92,79 @@ def _bands(ink):
     bands = _runs(profile > 0)
     if not bands:
         return []
-    typical = float(np.median([b - a for a, b in bands if b - a >= 4] or
-                              [b - a for a, b in bands]))
+    typical = _typical_height(bands)
     bands = _join_thin_bands(bands, typical, ink)
     split = []
     for top, bottom in bands:
         split.extend(_split_tall_band(profile, top, bottom, typical))
     return split
+
+
+def _typical_height(bands):
+    """The median height of the row bands (those of 4 px or more, if any): one text line."""
+    return float(np.median([b - a for a, b in bands if b - a >= 4] or [b - a for a, b in bands]))
+
+
+def _vertical_runs(ink):
+    """``(starts, ends, shape)`` of the vertical runs of ink, as indices into the
+    column-major ink padded by one empty pixel at both ends of each column (``shape``)."""
+    padded = np.zeros((ink.shape[1], ink.shape[0] + 2), dtype=np.int8)
+    padded[:, 1:-1] = ink.T
+    steps = np.diff(padded.ravel())
+    return np.where(steps == 1)[0] + 1, np.where(steps == -1)[0] + 1, padded.shape
+
+
+def _long_runs(ink, length):
+    """Mask of the pixels of ``ink`` in vertical runs of at least ``length`` pixels."""
+    starts, ends, shape = _vertical_runs(ink)
+    long_runs = (ends - starts) >= length
+    marks = np.zeros(shape[0] * shape[1] + 1, dtype=np.int32)
+    np.add.at(marks, starts[long_runs], 1)
+    np.add.at(marks, ends[long_runs], -1)
+    inside = np.cumsum(marks)[:-1].reshape(shape)[:, 1:-1] > 0
+    return inside.T
+
+
+def glyph_height(ink):
+    """The height of the tallest glyphs of a page: the 99th percentile of its vertical ink runs
+    of 2 px or more (brackets, "|" and "l" are a line high). Rules are too few to move it,
+    unlike the row bands, which a ruled table joins into one."""
+    starts, ends, _ = _vertical_runs(ink)
+    lengths = ends - starts
+    lengths = lengths[lengths >= 2]
+    return float(np.percentile(lengths, 99)) if lengths.size else 0.0
+
+
+def remove_rules(image):
+    """The page ``image`` as grey levels (mode L) with the rules of tables and frames painted
+    in the paper's grey: see the module docstring. A page without rules comes back unchanged."""
+    grey = image if image.mode == "L" else image.convert("L")
+    ink = ink_mask(grey)
+    height = glyph_height(ink)
+    if height <= 0:
+        return grey
+    rules = _long_runs(ink, max(8, int(RULE_HEIGHT * height)))
+    rules |= _long_runs(ink.T, max(8, int(RULE_WIDTH * height))).T
+    if not rules.any():
+        return grey
+    # One pixel on every side too: the anti-aliased edges of a rule are lighter than the
+    # ink threshold but would still be read as a faint stroke.
+    grown = rules.copy()
+    grown[1:] |= rules[:-1]
+    grown[:-1] |= rules[1:]
+    grown[:, 1:] |= rules[:, :-1]
+    grown[:, :-1] |= rules[:, 1:]
+    pixels = np.array(grey)
+    pixels[grown] = np.median(pixels[~ink])
+    return Image.fromarray(pixels)
+
+
+def line_crops(image):
+    """``(boxes, crops)``: the :class:`LineBox` es of the page ``image`` in reading order and
+    the image of each (rules removed, margins as :func:`crop_line` gives)."""
+    page = remove_rules(image)
+    boxes = find_lines(page)
+    return boxes, [crop_line(page, box) for box in boxes]
 
 
 def _join_thin_bands(bands, typical, ink):

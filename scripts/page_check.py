@@ -1,4 +1,4 @@
-"""Check crnn_multigpu.page.find_lines (and optionally a line model) on real PDF pages.
+"""Check crnn_multigpu.page.line_crops (and optionally a line model) on real PDF pages.
 
 Usage::
 
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
-from crnn_multigpu.page import crop_line, draw_lines, find_lines, page_text  # noqa: E402
+from crnn_multigpu.page import draw_lines, line_crops, page_text  # noqa: E402
 from pdf_words import RESERVED_PDFS  # noqa: E402
 
 LINE_RE = re.compile(r'<line xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" '
@@ -132,7 +132,8 @@ def main(argv=None):
             subprocess.run(["pdftoppm", "-gray", "-r", str(args.dpi), "-png", "-singlefile",
                             "-f", str(page), "-l", str(page), args.pdf, prefix], check=True)
             image = Image.open(prefix + ".png").convert("L")
-            rows, boxes = truth_rows(args.pdf, page, args.dpi), find_lines(image)
+            rows = truth_rows(args.pdf, page, args.dpi)
+            boxes, crops = line_crops(image)
             covered, words, exact = compare_rows(boxes, rows)
             found_rows = len(set(box.row for box in boxes))
             for key, value in (("words", words), ("covered", covered), ("rows", len(rows)),
@@ -142,8 +143,7 @@ def main(argv=None):
                   "words inside a box" % (page, len(rows), found_rows, len(exact), covered, words))
             texts = [""] * len(boxes)
             if recognizer is not None and boxes:
-                arrays = [load_image(crop_line(image, box), recognizer.model.height)
-                          for box in boxes]
+                arrays = [load_image(crop, recognizer.model.height) for crop in crops]
                 texts = recognizer.recognize_arrays(arrays)[0]
                 lines = page_text(boxes, texts, keep_empty=True).split("\n")
                 for truth_index, found_row in exact.items():

@@ -12,7 +12,8 @@ from crnn_multigpu.cli import evaluate, predict
 from crnn_multigpu.cli.evaluate import SHIPPED_MODEL
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.datasets.lines import ascii_spelling
-from crnn_multigpu.page import LineBox, crop_line, find_lines, ink_mask, page_text
+from crnn_multigpu.page import (LineBox, crop_line, find_lines, ink_mask, line_crops, page_text,
+                                remove_rules)
 from text_pdf import write_text_pdf
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu/"
@@ -91,6 +92,50 @@ def test_light_print_on_dark_paper_and_crops():
     with pytest.raises(ValueError, match="2-D image"):
         ink_mask(np.zeros((1, 5)))
     assert ink_mask(np.ones((4, 4))).sum() == 0
+
+
+def ruled_table(rules):
+    """A page holding a 4-row, 2-column table of serif text, with its frame and column rules
+    drawn when ``rules``: the same text either way."""
+    page = Image.new("L", (935, 600), 255)
+    draw = ImageDraw.Draw(page)
+    font = load_font(DEJAVU + "DejaVuSerif.ttf", 15)
+    cells = [("camlint", "int or long integer type"), ("errorcheck", "typedef"),
+             ("in", "function parameter"), ("size_is (le1, le2)", "array type")]
+    top, row_height, columns = 100, 30, (90, 330, 700)
+    for index, (left_text, right_text) in enumerate(cells):
+        y = top + index * row_height + 7
+        draw.text((columns[0] + 10, y), left_text, fill=20, font=font)
+        draw.text((columns[1] + 10, y), right_text, fill=20, font=font)
+    if rules:
+        bottom = top + len(cells) * row_height
+        for x in columns:
+            draw.line((x, top, x, bottom), fill=0, width=1)
+        for index in range(len(cells) + 1):
+            y = top + index * row_height
+            draw.line((columns[0], y, columns[-1], y), fill=0, width=1)
+    return page
+
+
+def test_table_rules_are_painted_out_before_lines_are_found():
+    plain, ruled = ruled_table(rules=False), ruled_table(rules=True)
+    # Left in, the vertical rules join the table's rows into one band.
+    assert len(set(box.row for box in find_lines(ruled))) < 4
+    boxes, crops = line_crops(ruled)
+    assert boxes == find_lines(plain) and len(set(box.row for box in boxes)) == 4
+    # What is painted out is the rules and their anti-aliased edges, nothing of the text.
+    cleaned = np.asarray(remove_rules(ruled), dtype=np.int16)
+    assert np.abs(cleaned - np.asarray(plain, dtype=np.int16)).max() <= 8
+    assert [crop.size for crop in crops] == [crop_line(plain, box).size for box in boxes]
+    # A page without rules comes back as it was; glyphs such as "|" and "l" are not rules.
+    page, _ = render_page()
+    kept = np.asarray(page).copy()
+    kept[np.asarray(page).min(axis=1) == 0] = 255  # render_page's one rule, under its text
+    assert np.array_equal(np.asarray(remove_rules(page)), kept)
+    bars = Image.new("L", (400, 60), 255)
+    ImageDraw.Draw(bars).text((20, 15), "a | b | l | I [x] {y}", fill=0,
+                              font=load_font(DEJAVU + "DejaVuSans.ttf", 22))
+    assert np.array_equal(np.asarray(remove_rules(bars)), np.asarray(bars))
 
 
 def test_predict_page_prints_one_line_per_row(tmp_path, capsys):

@@ -40,14 +40,14 @@ def read_page(recognizer, path, picture=None):
     from PIL import Image
 
     from crnn_multigpu.datasets import load_image
-    from crnn_multigpu.page import crop_line, draw_lines, find_lines, page_text
+    from crnn_multigpu.page import draw_lines, line_crops, page_text
     try:
         with Image.open(path) as opened:
             image = opened.convert("L")
     except (OSError, ValueError) as error:
         raise ValueError("cannot read page %s: %s" % (path, error))
-    boxes = find_lines(image)
-    arrays = [load_image(crop_line(image, box), recognizer.model.height) for box in boxes]
+    boxes, crops = line_crops(image)
+    arrays = [load_image(crop, recognizer.model.height) for crop in crops]
     # Lines of similar width share a batch: less padding, same results.
     order = sorted(range(len(arrays)), key=lambda i: arrays[i].shape[1])
     texts = [""] * len(arrays)
