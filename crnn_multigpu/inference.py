@@ -24,6 +24,57 @@ from crnn_multigpu.towers import MultiGpuModel
 log = logging.getLogger(__name__)
 
 
+def tower_outputs(session, towers, batch, fetch):
+    """Run ``fetch(model)`` (a list of tensors) of each tower of the
+    :class:`~crnn_multigpu.towers.MultiGpuModel` ``towers`` on its shard of ``batch``, in
+    inference mode; the values per tower, in batch order. A batch of fewer images than
+    towers uses as many towers as it has images."""
+    models = towers.models[:count_examples(batch)]
+    fetches, feed = [], {}
+    for model, shard in zip(models, split_batch(batch, len(models))):
+        fetches.append(fetch(model))
+        feed.update(model.feed_dict(shard, training=False))
+    return session.run(fetches, feed)
+
+
+def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_examples=0,
+                     progress=None):
+    """``(figures, examples)`` of reading the first ``limit`` (None: all) samples of
+    ``dataset`` (``len`` and ``safe_get`` or indexing) with ``recognize(arrays) -> texts``,
+    ``batch_size`` images at a time: :func:`~crnn_multigpu.metrics.text_metrics` plus the
+    count of unreadable images, and up to ``keep_examples`` (image, read, truth) triples.
+    ``progress(done, total)`` is called after every batch."""
+    total = len(dataset) if limit is None else min(limit, len(dataset))
+    predictions, truths, examples, unreadable = [], [], [], 0
+    arrays, texts = [], []
+
+    def flush():
+        got = recognize(arrays)
+        predictions.extend(got)
+        truths.extend(texts)
+        for array, text, predicted in zip(arrays, texts, got):
+            if len(examples) < keep_examples:
+                examples.append((array, predicted, text))
+        del arrays[:], texts[:]
+        if progress:
+            progress(len(truths) + unreadable, total)
+
+    for index in range(total):
+        sample = dataset.safe_get(index) if hasattr(dataset, "safe_get") else dataset[index]
+        if sample is None:
+            unreadable += 1
+            continue
+        arrays.append(sample[0])
+        texts.append(sample[1])
+        if len(arrays) == batch_size:
+            flush()
+    if arrays:
+        flush()
+    figures = text_metrics(predictions, truths)
+    figures["unreadable"] = unreadable
+    return figures, examples
+
+
 def decode_rows(charset, ids):
     """Decoded id rows (padded with -1) -> strings."""
     return [charset.decode([int(i) for i in row if i >= 0]) for row in np.asarray(ids)]
@@ -86,14 +137,11 @@ class Recognizer(object):
 
         The batch is split over the towers (fewer when it has fewer images than towers).
         """
-        models = self.towers.models[:count_examples(batch)]
-        fetches, feed = [], {}
-        for model, shard in zip(models, split_batch(batch, len(models))):
-            fetches.append([model.predict, model.log_prob] +
-                           ([model.log_probs_per_frame, model.seq_lengths] if frames else []))
-            feed.update(model.feed_dict(shard, training=False))
+        def fetch(model):
+            return [model.predict, model.log_prob] + (
+                [model.log_probs_per_frame, model.seq_lengths] if frames else [])
         texts, log_probs, per_image = [], [], []
-        for values in self.session.run(fetches, feed):
+        for values in tower_outputs(self.session, self.towers, batch, fetch):
             texts.extend(decode_rows(self.charset, values[0]))
             log_probs.extend(float(p) for p in values[1])
             if frames:
@@ -131,35 +179,10 @@ class Recognizer(object):
         return texts, log_probs, arrays
 
     def evaluate(self, dataset, batch_size=64, keep_examples=24, progress=None):
-        """Figures over a dataset (``len`` + ``safe_get``); unreadable images are counted."""
-        predictions, truths, examples, unreadable = [], [], [], 0
-        arrays, texts = [], []
-
-        def flush():
-            got, _ = self.recognize_arrays(arrays, batch_size)
-            predictions.extend(got)
-            truths.extend(texts)
-            for array, text, predicted in zip(arrays, texts, got):
-                if len(examples) < keep_examples:
-                    examples.append((array, predicted, text))
-            del arrays[:], texts[:]
-
-        for index in range(len(dataset)):
-            sample = dataset.safe_get(index) if hasattr(dataset, "safe_get") else dataset[index]
-            if sample is None:
-                unreadable += 1
-                continue
-            arrays.append(sample[0])
-            texts.append(sample[1])
-            if len(arrays) == batch_size:
-                flush()
-                if progress:
-                    progress(len(truths), len(dataset))
-        if arrays:
-            flush()
-        figures = text_metrics(predictions, truths)
-        figures["unreadable"] = unreadable
-        return figures, examples
+        """Figures over a dataset and up to ``keep_examples`` (image, read, truth) examples:
+        :func:`evaluate_dataset` with this model."""
+        return evaluate_dataset(dataset, lambda arrays: self.recognize_arrays(arrays, batch_size)[0],
+                                batch_size, keep_examples=keep_examples, progress=progress)
 
     def close(self):
         self.session.close()

@@ -51,6 +51,12 @@ def test_train_writes_checkpoints_and_loss_falls(datasets, tmp_path, capsys):
     assert len(losses) == 8 and losses[-1] < 0.7 * losses[0], losses
     assert variables_of(out)["global_step"] == 40
     assert json.load(open(os.path.join(out, "config.json")))["model"]["lstm_units"] == 32
+    # Validation in training (2 towers of the training graph) and crnn-evaluate (one tower of
+    # a restored graph) are one loop and read the same.
+    assert evaluate.main(["--checkpoint", out, "--data", folder]) == 0
+    evaluated = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for key in ("n", "unreadable", "word_accuracy", "cer", "mean_ned"):
+        assert evaluated[key] == pytest.approx(figures[key], abs=1e-6), key
 
 
 @pytest.mark.parametrize("augment", ["0", "0.5"])

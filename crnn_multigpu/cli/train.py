@@ -23,8 +23,7 @@ from crnn_multigpu.datasets.pipeline import make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.devices import (close_session, cpu_devices, session_config, tower_devices,
                                    visible_gpus)
-from crnn_multigpu.inference import decode_rows
-from crnn_multigpu.metrics import text_metrics
+from crnn_multigpu.inference import decode_rows, evaluate_dataset, tower_outputs
 from crnn_multigpu.precision import NAMES as PRECISIONS
 from crnn_multigpu.towers import MultiGpuModel
 from crnn_multigpu.training import Trainer
@@ -191,23 +190,14 @@ def restored_step(args):
 
 
 def make_validate(wrapper, dataset, charset, width, batch_size, limit):
-    """A callable (session, step) -> figures over the first ``limit`` validation images."""
-    indices = list(range(min(limit, len(dataset)))) if limit else list(range(len(dataset)))
-
+    """A callable (session, step) -> figures over the first ``limit`` (0: all) validation
+    images, read by the training graph's towers."""
     def validate(session, step=None):
-        predictions, truths = [], []
-        for start in range(0, len(indices), batch_size):
-            samples = [dataset.safe_get(i) for i in indices[start:start + batch_size]]
-            samples = [s for s in samples if s is not None]
-            if len(samples) < wrapper.n_towers:
-                continue
-            batch = make_batch([s[0] for s in samples], [s[1] for s in samples], charset, width)
-            shards = wrapper.split(batch)
-            outputs = session.run(wrapper.predict, wrapper.feed_dict(shards, training=False))
-            for shard, ids in zip(shards, outputs):
-                predictions.extend(decode_rows(charset, ids))
-                truths.extend(shard.texts)
-        return text_metrics(predictions, truths)
+        def recognize(arrays):
+            batch = make_batch(arrays, None, charset, width)
+            outputs = tower_outputs(session, wrapper, batch, lambda model: [model.predict])
+            return [text for values in outputs for text in decode_rows(charset, values[0])]
+        return evaluate_dataset(dataset, recognize, batch_size, limit=limit or None)[0]
     return validate
 
 
