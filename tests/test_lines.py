@@ -44,7 +44,7 @@ def test_lines_are_tidy_and_within_length(sampler):
     assert not any(ASCII.unknown_chars(text) for text in texts)
     joined = "".join(texts)
     # What documents hold beside words: identifiers, brackets, quotes, digits, capitals.
-    for char in "_.()\"'0123456789ABCDEF":
+    for char in "_.()\"'0123456789ABCDEF\\^~%$":
         assert char in joined, char
     assert sum(len(text) >= 25 for text in texts) > len(texts) / 2  # mostly long lines
     assert sum(" " in text for text in texts) > 0.7 * len(texts)
