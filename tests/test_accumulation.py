@@ -402,6 +402,31 @@ def test_an_error_in_the_middle_of_a_cycle_restarts_it_on_resume(tmp_path, make_
         np.testing.assert_array_equal(a.get_tensor(name), b.get_tensor(name), err_msg=name)
 
 
+def test_trainer_skip_policy_skips_the_whole_step(tmp_path, make_session):
+    source = linear_source([5, 3, 4])
+
+    def nan_in_step_1(micro_step):
+        batch = source(micro_step)
+        if micro_step == K + 1:  # the middle micro-batch of step 1
+            batch["y"][0, 0] = np.nan
+        return batch
+
+    wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(3), accumulate_steps=K)
+    trainer = Trainer(wrapper, nan_in_step_1, str(tmp_path), log_every=0, on_nonfinite="skip")
+    assert trainer.train(make_session(), steps=3) == 3
+    assert trainer.skipped_steps == [1]
+
+
+def test_trainer_refuses_a_pipeline_of_another_accumulation(tmp_path):
+    from crnn_multigpu.datasets.pipeline import make_input_fn
+    pipeline = make_input_fn(lambda step: None, None, 4, 2, devices=cpu_devices(2),
+                             accumulate_steps=2)
+    wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2), accumulate_steps=3)
+    wrapper.input_fn = pipeline  # as if built with it (Linear takes no inputs=)
+    with pytest.raises(ValueError, match="makes 2 micro-batch.*accumulates 3"):
+        Trainer(wrapper, None, str(tmp_path))
+
+
 def test_post_init_op_starts_a_new_cycle(make_session):
     wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2), accumulate_steps=K)
     session = start(wrapper, make_session)
