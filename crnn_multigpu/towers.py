@@ -21,6 +21,7 @@ import functools
 import logging
 from contextlib import nullcontext
 
+from crnn_multigpu import accumulation as accumulations
 from crnn_multigpu import gradients as grad_ops
 from crnn_multigpu import strategies
 from crnn_multigpu import precision as precisions
@@ -90,12 +91,18 @@ class MultiGpuModel(object):
         the model and the device (see docs/benchmarks.md).
       precision: "float32", "mixed_float16" or "mixed_bfloat16" (or a ``precision`` policy):
         float32 variables, towers computing in that dtype; float16 adds dynamic loss scaling.
+      accumulate_steps: micro-batches per optimizer step (``accumulation``): each run of
+        ``objective`` feeds one micro-batch and every ``accumulate_steps``-th run also applies
+        the step, with the gradient of all their examples (exactly weighted). 1: none.
       **model_kwargs: passed to ``model_cls``.
 
     After building: ``variables`` (the plain-named trainable variables), ``model_variables``
     (every variable of the plain model), ``savable_variables`` (what a checkpoint holds:
     ``tf.train.Saver(var_list=wrapper.savable_variables)``) and ``post_init_op`` (run it after
-    initialising or restoring: it makes replicas equal to the plain copy).
+    initialising or restoring: it makes replicas equal to the plain copy, and starts a new
+    accumulation cycle). ``step_loss`` and ``step_error`` are ``loss`` and ``error`` averaged
+    over the micro-batches of the current optimizer step so far (the same tensors without
+    accumulation).
     """
 
     model_cls = None
@@ -104,7 +111,7 @@ class MultiGpuModel(object):
     def from_function(cls, model_fn, loss_fn, inputs, labels, n_gpus=None, devices=None,
                       optimizer=None, variable_device=None, clip_norm=None, check_finite=True,
                       gradient_processors=(), strategy=None, xla=False,
-                      precision="float32"):
+                      precision="float32", accumulate_steps=1):
         """The function style: a model function, a loss function and whole-batch tensors.
 
         ``inputs`` and ``labels`` are whole-batch tensors (placeholders or a ``tf.data``
@@ -126,7 +133,7 @@ class MultiGpuModel(object):
                       variable_device=variable_device, clip_norm=clip_norm,
                       check_finite=check_finite, input_fn=batch.shard,
                       gradient_processors=gradient_processors, strategy=strategy, xla=xla,
-                      precision=precision,
+                      precision=precision, accumulate_steps=accumulate_steps,
                       model_fn=model_fn, loss_fn=loss_fn)
         # Whole batches go in, so predictions come out as one whole batch too.
         with tf.device(wrapper.variable_device):
@@ -136,7 +143,7 @@ class MultiGpuModel(object):
     def __init__(self, model_cls=None, n_gpus=None, optimizer=None, devices=None,
                  variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
                  gradient_processors=(), strategy=None, train=True, xla=False,
-                 precision="float32", **model_kwargs):
+                 precision="float32", accumulate_steps=1, **model_kwargs):
         model_cls = model_cls or type(self).model_cls
         if model_cls is None:
             raise TypeError("MultiGpuModel needs a model class: MultiGpuModel(MyModel, ...) or a "
@@ -151,11 +158,16 @@ class MultiGpuModel(object):
         if self.precision.needs_finite_check and not check_finite:
             raise ValueError("precision %r skips steps with non-finite gradients, which needs "
                              "check_finite=True" % self.precision.name)
+        self.accumulation = accumulations.get(accumulate_steps)
+        self.accumulate_steps = self.accumulation.steps
+        if not train:
+            self.accumulation = accumulations.NoAccumulation()  # no step: nothing to accumulate
         self.global_step = None
         if train:
             with tf.device(self.variable_device):
                 self.global_step = tf.train.get_or_create_global_step()
                 self.precision.create_variables()
+                self.accumulation.create_variables()
         # What each tower's model may ask while it is built (tower_context.current_tower()).
         self.tower_group = TowerGroup(self.devices, training=train)
         check_xla(xla, self.devices)
@@ -170,6 +182,10 @@ class MultiGpuModel(object):
                 if self._all_have("batch_size") else None
             self.loss = self._weighted_mean_of("loss")
             self.error = self._weighted_mean_of("error") if self._all_have("error") else None
+            examples = tf.add_n(self.tower_weights)
+            self.step_loss = self.accumulation.running_mean(self.loss, examples)
+            self.step_error = self.accumulation.running_mean(self.error, examples) \
+                if self.error is not None else None
         self.predict = [m.predict for m in self.models] if self._all_have("predict") else None
         self.log_prob = [m.log_prob for m in self.models] if self._all_have("log_prob") else None
         self.optimizer = self.objective = self.summary_op = self.grads_and_vars = None
@@ -180,6 +196,10 @@ class MultiGpuModel(object):
             self.summary_op = self._summaries()
         self.strategy.finish(self.optimizer)
         self.post_init_op = self.strategy.post_init_op()
+        if self.accumulation.reset_ops():
+            self.post_init_op = tf.group(self.post_init_op, *self.accumulation.reset_ops(),
+                                         name="post_init_and_new_cycle")
+        # Accumulators are not saved: checkpoints are written between optimizer steps.
         self.savable_variables = self.strategy.savable_variables(
             self.model_variables, self.optimizer, self.global_step) + self.precision.variables()
 
@@ -333,25 +353,31 @@ class MultiGpuModel(object):
     def _build_step(self, clip_norm, check_finite):
         tower_grads = self._tower_gradients()
         with tf.name_scope("multi_gpu"):
+            with tf.device(self.variable_device):
+                # With accumulation: each tower's gradient over the micro-batches of the step.
+                tower_grads, weights = self.accumulation.combine(tower_grads, self.tower_weights,
+                                                                 self.devices)
             # One combined list per set of variables to update (one per replica when
             # replicated): every list is processed alike on its own device.
             groups = []
-            for device, grads in self.strategy.reduce(tower_grads, self.tower_weights):
+            for device, grads in self.strategy.reduce(tower_grads, weights):
                 with tf.device(device):
                     groups.append(self._process(grads, clip_norm))
             grads, self.gradient_norm = groups[0]
-            guards, finite = [], None
+            # Accumulating: only the step's last micro-batch passes, after the accumulators.
+            guards, finite = self.accumulation.gates(), None
             if check_finite:
-                with tf.device(self.variable_device):
+                with tf.device(self.variable_device), tf.control_dependencies(guards):
                     # Any tower's NaN reaches every combined list, so the first one tells.
-                    finite = grad_ops.all_finite(grads, extra=[self.loss])
-                    guards.append(self.precision.guard(
+                    finite = grad_ops.all_finite(grads, extra=[self.step_loss])
+                    guards = [self.precision.guard(
                         finite, [NONFINITE_MESSAGE + " at global step", self.global_step,
-                                 "loss", self.loss]))
-                for update in self.update_ops:
-                    # Update ops were built inside the tower; gate them too, so a bad batch
-                    # cannot poison moving statistics either.
-                    _as_op(update)._add_control_input(guards[0])
+                                 "loss", self.step_loss])]
+            for update in self.update_ops if guards else ():
+                # Update ops were built inside the tower; gate them too, so a bad batch
+                # cannot poison moving statistics either (and, accumulating, they run once
+                # per optimizer step).
+                _as_op(update)._add_control_input(guards[0])
         # Slots (Adam's m and v) must be created outside any reusing scope.
         self.grads_and_vars = grads
         every_copy = [pair for group, _ in groups for pair in group]
@@ -362,9 +388,9 @@ class MultiGpuModel(object):
                         *self.precision.finish(finite, self.global_step), name="objective")
 
     def _summaries(self):
-        summaries = [tf.summary.scalar("train/loss", self.loss)]
+        summaries = [tf.summary.scalar("train/loss", self.step_loss)]
         if self.error is not None:
-            summaries.append(tf.summary.scalar("train/error", self.error))
+            summaries.append(tf.summary.scalar("train/error", self.step_error))
         if self.gradient_norm is not None:
             summaries.append(tf.summary.scalar("train/gradient_norm", self.gradient_norm))
         learning_rate = getattr(self.optimizer, "_lr", None)

@@ -9,6 +9,11 @@ Feed-free mode (``batch_for_step=None``): the wrapper was built with an
 ``input_fn`` (``datasets.pipeline.make_input_fn``) whose ``tf.data`` pipelines
 yield the batch of each global step themselves; each step then only runs
 ``objective`` (with the small constant ``feed``, e.g. ``training=True``).
+
+Gradient accumulation (a wrapper built with ``accumulate_steps=k``): one step is ``k`` runs
+of ``objective``, on the batches of micro-steps ``k * step`` .. ``k * step + k - 1``; steps,
+progress, summaries, checkpoints and validation all count optimizer steps, and checkpoints
+fall between them, so a resumed run repeats an interrupted step from its first micro-batch.
 """
 import itertools
 import logging
@@ -63,7 +68,9 @@ class Trainer(object):
       wrapper: a built ``MultiGpuModel``.
       batch_for_step: ``f(step) -> batch`` (a whole batch; the trainer splits it per tower),
         or None: feed-free, the wrapper's ``input_fn`` pipelines provide the data. Their
-        ``start_step`` must equal the (restored) global step; this is checked.
+        ``start_step`` must equal the (restored) global step; this is checked. Accumulating
+        ``k`` micro-batches per step, ``f`` is called with micro-steps (``k * step + i``), and
+        the pipelines must be made with the same ``accumulate_steps``.
       run_dir: where checkpoints (``checkpoints/``) and summaries (``logs/``) go.
       checkpoint_every / log_every / validate_every: intervals in steps (0 disables).
       validate: optional ``f(session, step) -> dict`` of validation figures.
@@ -89,8 +96,14 @@ class Trainer(object):
         if batch_for_step is None and self.pipeline is None:
             raise ValueError("Trainer without batch_for_step needs a wrapper built with an "
                              "InputPipeline as its input_fn (datasets.pipeline.make_input_fn)")
-        # The global step the feed-free pipelines will deliver next.
-        self._pipeline_step = self.pipeline.start_step if self.pipeline is not None else None
+        self.accumulate = getattr(wrapper, "accumulate_steps", 1)
+        if self.pipeline is not None and self.pipeline.accumulate_steps != self.accumulate:
+            raise ValueError("the input pipeline makes %d micro-batch(es) per step but the model "
+                             "accumulates %d; build both with the same accumulate_steps"
+                             % (self.pipeline.accumulate_steps, self.accumulate))
+        # The micro-step whose batch the feed-free pipelines will deliver next.
+        self._pipeline_step = self.pipeline.start_step * self.accumulate \
+            if self.pipeline is not None else None
         self.run_dir = run_dir
         self.checkpoint_every, self.log_every = checkpoint_every, log_every
         self.validate_every, self.validate = validate_every, validate
@@ -129,36 +142,45 @@ class Trainer(object):
         step = self.restore_or_initialize(session, resume)
         if self.is_chief:
             self.writer = tf.summary.FileWriter(self.run_dir + "/logs", session.graph)
-        fetches = {"train": wrapper.objective, "loss": wrapper.loss}
+        k = self.accumulate
+        # Micro-batches before a step's last only accumulate; the last one applies the step
+        # and reports its loss (the mean over all k micro-batches).
+        micro_fetches = {"train": wrapper.objective}
+        fetches = {"train": wrapper.objective, "loss": wrapper.step_loss}
         if wrapper.error is not None:
-            fetches["error"] = wrapper.error
+            fetches["error"] = wrapper.step_error
         feed_free = self.batch_for_step is None
         if feed_free:
             self._check_pipeline_start(step)
             if wrapper.batch_size is not None:
-                fetches["images"] = wrapper.batch_size
+                fetches["images"] = micro_fetches["images"] = wrapper.batch_size
         # The batches of the coming steps are made ahead, on a thread, while this one runs.
         batches = None if feed_free else prefetch(
-            (s, self.batch_for_step(s)) for s in itertools.count(step))
+            (s, self.batch_for_step(s)) for s in itertools.count(step * k))
         window_start, window_images, last = time.time(), 0, {}
         try:
             with StopRequested() as stop:
                 while step < steps and not stop:
-                    feed = dict(self.feed)
-                    if not feed_free:
-                        batch_step, batch = next(batches)
-                        assert batch_step == step, "batch for step %d arrived at step %d" % (
-                            batch_step, step)
-                        feed.update(wrapper.feed_dict(wrapper.split(batch)))
-                    want = dict(fetches)
-                    if self.writer is not None and self.summary_every and \
-                            step % self.summary_every == 0:
-                        want["summary"] = wrapper.summary_op
-                    ran = self._run_step(session, want, feed, step, last)
+                    images = 0
+                    for micro in range(k):
+                        feed = dict(self.feed)
+                        if not feed_free:
+                            batch_step, batch = next(batches)
+                            assert batch_step == step * k + micro, \
+                                "batch for micro-step %d arrived at micro-step %d" % (
+                                    batch_step, step * k + micro)
+                            feed.update(wrapper.feed_dict(wrapper.split(batch)))
+                        want = dict(fetches if micro == k - 1 else micro_fetches)
+                        if micro == k - 1 and self.writer is not None and \
+                                self.summary_every and step % self.summary_every == 0:
+                            want["summary"] = wrapper.summary_op
+                        # Only a step's last run can be non-finite (the step is judged whole).
+                        ran = self._run_step(session, want, feed, step, last)
+                        images += int(last.get("images", self.pipeline.batch_size)) \
+                            if feed_free else batch_size(batch)
                     step += 1
                     if ran:
-                        window_images += int(last.get("images", self.pipeline.batch_size)) \
-                            if feed_free else batch_size(batch)
+                        window_images += images
                         if self.writer is not None and "summary" in last:
                             self.writer.add_summary(last.pop("summary"), step)
                         if self.log_every and (step % self.log_every == 0 or step == steps):
@@ -200,18 +222,18 @@ class Trainer(object):
                 log.error("%s", error)
 
     def _check_pipeline_start(self, step):
-        if self._pipeline_step is not None and self._pipeline_step != step:
+        if self._pipeline_step is not None and self._pipeline_step != step * self.accumulate:
             raise ValueError("the input pipeline delivers the batch of step %d next but training "
                              "is at global step %d; build the input_fn with start_step=%d (the "
                              "restored global step) so the data order continues exactly"
-                             % (self._pipeline_step, step, step))
+                             % (self._pipeline_step // self.accumulate, step, step))
 
     def _run_step(self, session, fetches, feed, step, last):
         try:
             try:
                 last.update(session.run(fetches, feed))
             finally:
-                # A feed-free step consumes one element of every tower's pipeline even when
+                # A feed-free run consumes one element of every tower's pipeline even when
                 # it fails (a non-finite step that is then skipped advances both alike).
                 if self.batch_for_step is None and self._pipeline_step is not None:
                     self._pipeline_step += 1

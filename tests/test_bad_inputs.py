@@ -44,6 +44,7 @@ def broken_copy(tiny_dataset, tmp_path, labels=None, corrupt=()):
 
 CONFIG_CASES = {
     "zero towers": (lambda d, t: ["--towers", "0"], "--towers must be at least 1"),
+    "zero accumulate": (lambda d, t: ["--accumulate", "0"], "--accumulate must be at least 1"),
     "batch smaller than towers": (lambda d, t: ["--towers", "4", "--batch-size", "3"],
                                   "smaller than the 4 towers"),
     "unknown charset file": (lambda d, t: ["--charset", str(t / "nope.txt")], "nope.txt does not exist"),

@@ -81,6 +81,9 @@ def build_parser():
                              "--steps (train in slices; continue later with --resume)")
     parser.add_argument("--batch-size", type=positive_int,
                         default=32, help="global batch, split over towers")
+    parser.add_argument("--accumulate", type=positive_int, default=1, metavar="K",
+                        help="micro-batches (of --batch-size each) per optimizer step: the step "
+                             "takes the gradient of K x --batch-size examples (default 1)")
     parser.add_argument("--lr", type=positive_float, default=1e-3,
                         help="Adam learning rate (decays x0.3 at 60%% and x0.1 at 85%% of --steps)")
     parser.add_argument("--clip-norm", type=non_negative_float,
@@ -150,7 +153,8 @@ def run_config(args, charset):
     model = dict(MODEL_SIZES[args.model], num_classes=charset.num_classes)
     model["channels"] = list(model["channels"])
     return dict(model=model, charset="".join(charset.chars), image_width=args.width or None,
-                batch_size=args.batch_size, lr=args.lr, seed=args.seed, steps=args.steps,
+                batch_size=args.batch_size, accumulate=args.accumulate, lr=args.lr,
+                seed=args.seed, steps=args.steps,
                 sync_bn=args.sync_bn, precision=args.precision,
                 augment=args.augment, bucket=args.bucket, train=os.path.abspath(args.train))
 
@@ -166,8 +170,9 @@ def check_run_dir(args, config):
         previous = load_config(args.out)
         # "bucket" changes the data order; runs from before it was recorded did not bucket.
         # "precision": float16 runs checkpoint a loss scale that the others lack.
-        before = dict(bucket=0, precision="float32")
-        for key in ("model", "charset", "image_width", "bucket", "precision"):
+        # "accumulate": the micro-batches of step s are those of micro-steps K*s .. K*s+K-1.
+        before = dict(bucket=0, precision="float32", accumulate=1)
+        for key in ("model", "charset", "image_width", "bucket", "precision", "accumulate"):
             if previous.get(key, before.get(key)) != config[key]:
                 raise ValueError("--resume: %s of %s differs from this command's (%s vs %s); use the "
                                  "same settings or another --out" % (key, args.out,
@@ -237,11 +242,13 @@ def main_body(argv=None):
     # Feed-free input starts at the step training resumes from: same data order as one run.
     input_fn = make_input_fn(batches, charset, args.batch_size, len(towers),
                              fixed_width=config["image_width"], seed=args.seed,
-                             start_step=restored_step(args), devices=towers) \
+                             start_step=restored_step(args), devices=towers,
+                             accumulate_steps=args.accumulate) \
         if mode == "dataset" else None
     wrapper = MultiGpuModel(CRNN, devices=towers, strategy=make_strategy(args, variable_device),
                             optimizer=optimizer, clip_norm=args.clip_norm or None,
                             input_fn=input_fn, sync_bn=args.sync_bn, precision=args.precision,
+                            accumulate_steps=args.accumulate,
                             **config["model"])
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
                              args.validate_max) if val_set else None
@@ -254,10 +261,12 @@ def main_body(argv=None):
                           on_nonfinite=args.on_nonfinite,
                           feed={m.training: True for m in wrapper.models}
                           if mode == "dataset" else None)
-    sys.stderr.write("training on %d tower(s): %s (%s); %d training images, batch %d, %d steps, "
+    sys.stderr.write("training on %d tower(s): %s (%s); %d training images, batch %d%s, %d steps, "
                      "input %s, augmentation %s%s\n"
                      % (len(towers), ", ".join(towers), wrapper.strategy.describe(),
-                        len(train_set), args.batch_size, steps,
+                        len(train_set), args.batch_size,
+                        " x %d micro-batches" % args.accumulate if args.accumulate > 1 else "",
+                        steps,
                         mode, "%g" % args.augment if args.augment else "off",
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
     session = tf.Session(target, config=session_config(n_cpus))

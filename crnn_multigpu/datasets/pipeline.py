@@ -11,6 +11,10 @@ took its shard. Data order is a pure function of ``(seed, step)``.
 Resume: build the input_fn with ``start_step`` = the restored global step (crnn-train
 reads it from the newest checkpoint before building the graph; the Trainer checks it),
 so a resumed run sees the same batches as an uninterrupted one.
+
+Gradient accumulation (``accumulate_steps=k``): the elements are micro-batches, numbered by
+micro-step; optimizer step ``s`` takes those of micro-steps ``k*s`` .. ``k*s + k - 1``, so the
+pipelines start at micro-step ``k * start_step``.
 """
 import collections
 import os
@@ -20,6 +24,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from crnn_multigpu.accumulation import check_steps
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets.batching import Batch, batch_indices
 from crnn_multigpu.datasets.steps import StepBatches
@@ -161,15 +166,16 @@ class InputPipeline(object):
 
     Called as ``pipeline(tower_index, n_towers)`` it returns that tower's dict of tensors
     (``INPUT_NAMES``). What training needs to know about it are named fields:
-    ``start_step`` (the global step of its first element), ``batch_size`` (global),
-    ``n_towers``, ``devices``, ``batch_for_step`` and ``source_error()``. Build it with
-    :func:`make_input_fn`.
+    ``start_step`` (the global step of its first element), ``batch_size`` (global, per
+    micro-batch), ``accumulate_steps`` (micro-batches per step), ``n_towers``, ``devices``,
+    ``batch_for_step`` and ``source_error()``. Build it with :func:`make_input_fn`.
     """
 
     def __init__(self, batch_for_step, thread_safe, batch_size, n_towers, start_step, devices,
-                 prefetch, parallel_calls, to_device):
+                 prefetch, parallel_calls, to_device, accumulate_steps=1):
         self.batch_for_step, self.batch_size, self.n_towers = batch_for_step, batch_size, n_towers
         self.start_step, self.devices = int(start_step), devices
+        self.accumulate_steps = check_steps(accumulate_steps)
         self.shards = StepShards(batch_for_step, n_towers, thread_safe=thread_safe)
         self.prefetch, self.parallel_calls, self.to_device = prefetch, parallel_calls, to_device
         self.width = getattr(batch_for_step, "fixed_width", None) or None  # static image width
@@ -196,7 +202,7 @@ class InputPipeline(object):
             return dict(zip(INPUT_NAMES, values))
 
         with tf.name_scope("input_%d" % tower_index):
-            dataset = tf.data.Dataset.range(self.start_step, 2 ** 62)
+            dataset = tf.data.Dataset.range(self.start_step * self.accumulate_steps, 2 ** 62)
             # Options before prefetch_to_device too: it iterates this dataset on its own.
             dataset = dataset.map(to_dict, num_parallel_calls=self.parallel_calls).with_options(
                 _options())
@@ -209,7 +215,8 @@ class InputPipeline(object):
 
 
 def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0, start_step=0,
-                  prefetch=2, devices=None, parallel_calls=None, to_device=True):
+                  prefetch=2, devices=None, parallel_calls=None, to_device=True,
+                  accumulate_steps=1):
     """The :class:`InputPipeline` (``input_fn`` of ``MultiGpuModel``) over ``source``.
 
     Args:
@@ -223,6 +230,8 @@ def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0
       devices: the towers' devices (default: the first n_towers GPUs, else ``/cpu:0..``).
       parallel_calls: steps decoded at once (default: min(4, CPU count)).
       to_device: ``prefetch_to_device`` onto the tower (else a plain host ``prefetch``).
+      accumulate_steps: micro-batches (of ``batch_size`` each) per optimizer step, as the
+        model's ``accumulate_steps``; ``source`` is then indexed by micro-step.
     """
     if n_towers < 1 or batch_size < n_towers:
         raise ValueError("batch_size %d cannot be split over %d tower(s)" % (batch_size, n_towers))
@@ -233,4 +242,4 @@ def make_input_fn(source, charset, batch_size, n_towers, fixed_width=100, seed=0
         raise ValueError("make_input_fn got %d device(s) for %d tower(s)" % (len(devices), n_towers))
     parallel = parallel_calls or max(1, min(4, os.cpu_count() or 1))
     return InputPipeline(batch_for_step, thread_safe, batch_size, n_towers, start_step, devices,
-                         prefetch, parallel, to_device)
+                         prefetch, parallel, to_device, accumulate_steps)
