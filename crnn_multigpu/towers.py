@@ -178,8 +178,11 @@ class MultiGpuModel(object):
             self.tower_group.weights = self.tower_weights
             self.batch_size = tf.add_n([tf.cast(m.batch_size, tf.int32) for m in self.models]) \
                 if self._all_have("batch_size") else None
-            self.loss = self._weighted_mean_of("loss")
-            self.error = self._weighted_mean_of("error") if self._all_have("error") else None
+            # The towers' shares of the examples weigh every mean over them, as the gradients'.
+            fractions = grad_ops.tower_fractions(self.tower_weights)
+            self.loss = self._weighted_mean_of("loss", fractions)
+            self.error = self._weighted_mean_of("error", fractions) \
+                if self._all_have("error") else None
         self.predict = [m.predict for m in self.models] if self._all_have("predict") else None
         self.log_prob = [m.log_prob for m in self.models] if self._all_have("log_prob") else None
         self.optimizer = self.objective = self.summary_op = self.grads_and_vars = None
@@ -310,13 +313,12 @@ class MultiGpuModel(object):
             return [tf.cast(m.batch_size, tf.float32) for m in self.models]
         return [tf.constant(1.0) for _ in self.models]
 
-    def _weighted_mean_of(self, attribute):
+    def _weighted_mean_of(self, attribute, fractions):
+        """The towers' ``attribute`` weighted by ``fractions``: its value on the whole batch."""
         values = [tf.cast(getattr(m, attribute), tf.float32) for m in self.models]
         if len(values) == 1:
             return tf.identity(values[0], name=attribute)
-        total = tf.add_n(self.tower_weights)
-        return tf.divide(tf.add_n([w * v for w, v in zip(self.tower_weights, values)]), total,
-                         name=attribute)
+        return tf.add_n([f * v for f, v in zip(fractions, values)], name=attribute)
 
     def _make_optimizer(self, optimizer):
         if optimizer is None:
