@@ -69,9 +69,9 @@ class Strategy(object):
     """The hooks ``MultiGpuModel`` calls while it builds; subclasses choose the placement.
 
     Order of calls: ``setup(devices)``; ``survey`` before tower 0 is built; per tower
-    ``variable_scope`` and ``place``; after tower 0 ``plain_variables``; ``tower_variables`` for the gradients; ``reduce``; after the optimizer
-    step ``finish``; then ``post_init_op`` and ``savable_variables``. ``owns`` may be asked
-    at any time after ``setup``.
+    ``variable_scope`` and ``place``; after tower 0 ``plain_variables``; ``tower_variables`` for
+    the gradients; ``reduce``; after the optimizer step ``finish``; then ``post_init_op`` and
+    ``savable_variables``. ``owns`` may be asked at any time after ``setup``.
     """
 
     name = "strategy"
@@ -86,9 +86,9 @@ class Strategy(object):
         """Hook before tower 0 is built, for a strategy that must see every variable first.
 
         ``build_tower_zero(place_variable)`` builds tower 0 as the wrapper is about to, into the
-        current default graph (the caller makes a scratch one), with placeholders of the same
-        dtypes and shapes for its inputs; ``place_variable(op)`` gives each variable op's
-        device. Nothing to do here.
+        current default graph (call it in a scratch ``tf.Graph()``: the real graph must not get
+        a second tower 0), with placeholders of the same dtypes and shapes for its inputs;
+        ``place_variable(op)`` gives each variable op's device. Nothing to do here.
         """
 
     def variable_scope(self, index, outer_scope):
