@@ -43,7 +43,12 @@ def _sum_sparse(slices):
 
 
 def tower_fractions(weights):
-    """Each tower's share ``w_i / sum(w)`` as float32 tensors (the weights of an exact mean)."""
+    """Each tower's share ``w_i / sum(w)`` as float32 tensors: the weights of the exact mean.
+
+    With ``w_i`` tower i's examples and ``x_i`` its mean of anything over them (loss, error, a
+    gradient), ``sum_i fraction_i * x_i`` is the mean over the whole batch. The one definition
+    of that mean: the wrapper's loss and error, ``weighted_mean`` and the strategies use it.
+    """
     weights = [tf.cast(w, tf.float32) for w in weights]
     total = tf.add_n(weights)
     return [w / total for w in weights]

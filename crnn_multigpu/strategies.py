@@ -6,8 +6,9 @@ everything that depends on placement; it decides none of it itself:
 - ``ParameterServer()`` (the default): one copy of every variable on one device (the host CPU,
   or ``device=``); every tower reads it and sends its gradients there to be averaged.
 - ``ParameterServer("towers")``: still one copy of each variable, but spread over the tower
-  devices by bytes (greedy, in creation order), and each gradient is averaged on its
-  variable's device, so no single bus carries all the traffic.
+  devices by bytes (greedy, largest first: tower 0 is first built once in a scratch graph to
+  learn every variable's size), and each gradient is averaged on its variable's device, so no
+  single bus carries all the traffic.
 - ``Replicated(all_reduce=...)``: every tower has its own copy; the towers' gradients are summed
   by an all-reduce (NCCL on GPUs, a ring of plain ops anywhere) and every copy takes the same
   step. Tower 0's copy keeps the plain names (it is what checkpoints hold); the others are
@@ -47,13 +48,30 @@ def variable_bytes(op):
     return shape.num_elements() * dtype.size if shape.is_fully_defined() else 0
 
 
+def balance_largest_first(sizes, n_devices):
+    """Greedy load balancing: the device index for each of ``sizes`` (bytes), in their order.
+
+    The largest size is placed first, each on the device with the fewest bytes so far (ties:
+    the lower index; equal sizes in their given order). The busiest device then holds at most
+    the fair share plus the last size it received, never more than 4/3 of the best possible
+    maximum (Graham's bound for largest-first list scheduling).
+    """
+    loads = [0] * n_devices
+    chosen = [None] * len(sizes)
+    for position in sorted(range(len(sizes)), key=lambda i: -sizes[i]):  # stable
+        device = min(range(n_devices), key=lambda d: (loads[d], d))
+        chosen[position] = device
+        loads[device] += sizes[position]
+    return chosen
+
+
 class Strategy(object):
     """The hooks ``MultiGpuModel`` calls while it builds; subclasses choose the placement.
 
-    Order of calls: ``setup(devices)``; per tower ``variable_scope`` and ``place``; after tower
-    0 ``plain_variables``; ``tower_variables`` for the gradients; ``reduce``; after the optimizer
-    step ``finish``; then ``post_init_op`` and ``savable_variables``. ``owns`` may be asked
-    at any time after ``setup``.
+    Order of calls: ``setup(devices)``; ``survey`` before tower 0 is built; per tower
+    ``variable_scope`` and ``place``; after tower 0 ``plain_variables``; ``tower_variables`` for
+    the gradients; ``reduce``; after the optimizer step ``finish``; then ``post_init_op`` and
+    ``savable_variables``. ``owns`` may be asked at any time after ``setup``.
     """
 
     name = "strategy"
@@ -63,6 +81,15 @@ class Strategy(object):
         """Bind to the wrapper's tower devices (called once, before any tower is built)."""
         self.devices = list(devices)
         self.central_device = default_variable_device(self.devices)
+
+    def survey(self, build_tower_zero):
+        """Hook before tower 0 is built, for a strategy that must see every variable first.
+
+        ``build_tower_zero(place_variable)`` builds tower 0 as the wrapper is about to, into the
+        current default graph (call it in a scratch ``tf.Graph()``: the real graph must not get
+        a second tower 0), with placeholders of the same dtypes and shapes for its inputs;
+        ``place_variable(op)`` gives each variable op's device. Nothing to do here.
+        """
 
     def variable_scope(self, index, outer_scope):
         """The variable scope tower ``index`` is built in: tower 0 creates, the others reuse."""
@@ -123,10 +150,12 @@ class ParameterServer(Strategy):
 
     Args:
       device: a device string for the copy (default: the host CPU of the first tower), or
-        ``"towers"``: spread the variables over the tower devices, each variable, as it is
-        created, to the device holding the fewest bytes so far. (A greedy balance in creation
-        order: the one-pass build cannot see later variables, so it cannot place the largest
-        first; the worst device holds at most the fair share plus the largest variable.)
+        ``"towers"``: spread the variables over the tower devices by greedy load balancing on
+        bytes, largest first (``balance_largest_first``). The sizes come from building tower 0
+        once in a scratch graph before the real build. If that build fails (e.g. the model
+        takes tensors of the caller's graph as arguments), or builds other variables than the
+        real one, the rest are placed as they are created, each on the device holding the
+        fewest bytes so far, with a warning.
       num_packs: concatenate the towers' dense gradients into at most this many buffers per
         reducing device before averaging (0: one transfer per gradient).
     """
@@ -149,17 +178,60 @@ class ParameterServer(Strategy):
         if self.device == "towers":
             self._loads = dict((d, 0) for d in self.devices)
             self._placed = {}
+            # Tower 0's variable ops in creation order, as (type, bytes, device): the plan.
+            self._plan, self._planned = [], 0
         elif self.device is not None:
             self.central_device = self.device
+
+    def survey(self, build_tower_zero):
+        if self._loads is None:
+            return
+        seen = []
+
+        def record(op):
+            seen.append((op.type, variable_bytes(op)))
+            return self.devices[0]
+
+        try:
+            with tf.Graph().as_default():
+                build_tower_zero(record)
+        except Exception as error:  # the real build will raise what is the model's fault
+            log.warning("could not build tower 0 in a scratch graph to learn its variables' sizes "
+                        "(%s: %s); spreading the variables in creation order instead",
+                        type(error).__name__, str(error).splitlines()[0] if str(error) else "")
+            return
+        chosen = balance_largest_first([nbytes for _, nbytes in seen], len(self.devices))
+        self._plan = [(kind, nbytes, self.devices[d]) for (kind, nbytes), d in zip(seen, chosen)]
 
     def place(self, index, op):
         if self._loads is None:
             return self.central_device
         if op.name not in self._placed:
-            device = min(self.devices, key=lambda d: (self._loads[d], self.devices.index(d)))
+            device = self._planned_device(index, op) or min(
+                self.devices, key=lambda d: (self._loads[d], self.devices.index(d)))
             self._loads[device] += variable_bytes(op)
             self._placed[op.name] = device
         return self._placed[op.name]
+
+    def _planned_device(self, index, op):
+        """The surveyed device of tower 0's next variable op, or None once off the plan."""
+        if index != 0 or self._planned >= len(self._plan):
+            return None
+        kind, nbytes, device = self._plan[self._planned]
+        if (kind, nbytes) != (op.type, variable_bytes(op)):
+            log.warning("tower 0 created %s (%s, %d bytes) where the scratch build created a %s of "
+                        "%d bytes: placing the remaining variables in creation order",
+                        op.name, op.type, variable_bytes(op), kind, nbytes)
+            self._plan = []
+            return None
+        self._planned += 1
+        return device
+
+    def plain_variables(self, variables):
+        if self._loads is not None and self._planned < len(self._plan):
+            log.warning("the scratch build of tower 0 created %d variable(s) more than the real "
+                        "one: the spread may be less even than planned",
+                        len(self._plan) - self._planned)
 
     def reduce(self, tower_grads_and_vars, weights):
         # Group the variables by device: each group is averaged on its own device.

@@ -57,6 +57,16 @@ def check_xla(xla, devices):
                          "single CPU tower." % (len(cpu_towers), ", ".join(cpu_towers)))
 
 
+def _stand_ins(inputs):
+    """``inputs`` (any nest) with every tensor replaced by a placeholder of its dtype and static
+    shape, in the current default graph; other leaves are kept."""
+    if inputs is None:
+        return None
+    return tf.nest.map_structure(
+        lambda leaf: tf.placeholder(leaf.dtype, leaf.shape) if isinstance(leaf, tf.Tensor)
+        else leaf, inputs)
+
+
 class MultiGpuModel(object):
     """Build ``model_cls`` once per device and train it as one model.
 
@@ -180,8 +190,11 @@ class MultiGpuModel(object):
             self.tower_group.weights = self.tower_weights
             self.batch_size = tf.add_n([tf.cast(m.batch_size, tf.int32) for m in self.models]) \
                 if self._all_have("batch_size") else None
-            self.loss = self._weighted_mean_of("loss")
-            self.error = self._weighted_mean_of("error") if self._all_have("error") else None
+            # The towers' shares of the examples weigh every mean over them, as the gradients'.
+            fractions = grad_ops.tower_fractions(self.tower_weights)
+            self.loss = self._weighted_mean_of("loss", fractions)
+            self.error = self._weighted_mean_of("error", fractions) \
+                if self._all_have("error") else None
             examples = tf.add_n(self.tower_weights)
             self.step_loss = self.accumulation.running_mean(self.loss, examples)
             self.step_error = self.accumulation.running_mean(self.error, examples) \
@@ -219,7 +232,12 @@ class MultiGpuModel(object):
             place_variable = functools.partial(self.strategy.place, index)
             with self.strategy.variable_scope(index, outer_scope), name_scope, \
                     tf.device(tower_device_function(device, place_variable)):
-                model = self._construct(index, model_kwargs)
+                inputs = self._inputs(index)
+                if index == 0:
+                    # The strategy may want every variable's size before it places the first.
+                    self.strategy.survey(functools.partial(self._rehearse_tower_zero,
+                                                           model_kwargs, inputs))
+                model = self._construct(index, model_kwargs, inputs)
             self._check_model(model, index)
             created = [op for op in graph.get_operations()[n_ops:] if op.type in VARIABLE_OP_TYPES
                        and not self.strategy.owns(op)]
@@ -244,12 +262,24 @@ class MultiGpuModel(object):
         log.info("placement: %s", self.strategy.describe())
         return models, tower0_vars or tf.trainable_variables(), tower0_updates
 
-    def _construct(self, index, model_kwargs):
-        if self.input_fn is not None:
-            # Decoding belongs on the tower's host CPU; the pipeline itself moves
-            # ready batches to the tower (prefetch_to_device).
-            with tf.device(host_device(self.devices[index])):
-                inputs = self.input_fn(index, self.n_towers)
+    def _inputs(self, index):
+        """Tower ``index``'s input tensors from ``input_fn``, or None without one."""
+        if self.input_fn is None:
+            return None
+        # Decoding belongs on the tower's host CPU; the pipeline itself moves
+        # ready batches to the tower (prefetch_to_device).
+        with tf.device(host_device(self.devices[index])):
+            return self.input_fn(index, self.n_towers)
+
+    def _rehearse_tower_zero(self, model_kwargs, inputs, place_variable):
+        """Build tower 0 again into the current default graph (a strategy's scratch graph),
+        its inputs replaced by placeholders of the same dtypes and shapes and its variables
+        placed by ``place_variable(op)``: how a strategy learns the variables in advance."""
+        with tf.device(tower_device_function(self.devices[0], place_variable)):
+            return self._construct(0, model_kwargs, _stand_ins(inputs))
+
+    def _construct(self, index, model_kwargs, inputs):
+        if inputs is not None:
             model_kwargs = dict(model_kwargs, inputs=inputs)
         try:
             # jit_scope marks the ops as compiled; the gradients built later from them are
@@ -303,13 +333,12 @@ class MultiGpuModel(object):
             return [tf.cast(m.batch_size, tf.float32) for m in self.models]
         return [tf.constant(1.0) for _ in self.models]
 
-    def _weighted_mean_of(self, attribute):
+    def _weighted_mean_of(self, attribute, fractions):
+        """The towers' ``attribute`` weighted by ``fractions``: its value on the whole batch."""
         values = [tf.cast(getattr(m, attribute), tf.float32) for m in self.models]
         if len(values) == 1:
             return tf.identity(values[0], name=attribute)
-        total = tf.add_n(self.tower_weights)
-        return tf.divide(tf.add_n([w * v for w, v in zip(self.tower_weights, values)]), total,
-                         name=attribute)
+        return tf.add_n([f * v for f, v in zip(fractions, values)], name=attribute)
 
     def _make_optimizer(self, optimizer):
         if optimizer is None:

@@ -3,15 +3,18 @@
 Each strategy is compared with the plain single-device model on the whole batch, over 3
 virtual CPU towers with uneven shards (4, 3, 1 examples).
 """
+import logging
+
 import numpy as np
 import pytest
 
 import toy_models as toys
+from assertions import assert_step_refused_changing_nothing
 from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated
 from crnn_multigpu import gradients as grad_ops
 from crnn_multigpu.compat import tf
 from crnn_multigpu.devices import cpu_devices
-from crnn_multigpu.towers import NONFINITE_MESSAGE
+from crnn_multigpu.strategies import balance_largest_first
 
 STRATEGIES = {
     "ps": lambda: ParameterServer(),
@@ -132,13 +135,10 @@ def test_update_ops_run_once_per_step(make_session, name):
 def test_nonfinite_step_changes_nothing(make_session, name):
     wrapper = build(toys.WithMovingMean, name, adam)
     session = start(wrapper, make_session)
-    before = [session.run(v) for v in tf.global_variables()]
     batch = toys.make_batch(sum(SHARDS))
     batch["y"][7, 0] = np.nan  # in the last, one-example shard
-    with pytest.raises(tf.errors.InvalidArgumentError, match=NONFINITE_MESSAGE):
-        session.run(wrapper.objective, wrapper.feed_dict(shards_of(batch)))
-    for variable, value in zip(tf.global_variables(), before):
-        np.testing.assert_array_equal(session.run(variable), value, err_msg=variable.op.name)
+    assert_step_refused_changing_nothing(session, wrapper.objective,
+                                         wrapper.feed_dict(shards_of(batch)))
 
 
 @pytest.mark.parametrize("source", ["ps", "ps-towers", "replicated"])
@@ -222,6 +222,66 @@ def test_spread_parameter_server_balances_bytes_over_the_towers(make_session):
             (variable.op.name, grad.device, variable.device)
     session = start(wrapper, make_session)
     session.run(wrapper.objective, wrapper.feed_dict(shards_of(toys.make_batch(8))))
+
+
+class SmallestFirst(toys.Linear):
+    """Beside w (24 bytes) and b (8), three variables of 4000 bytes, then two of 12000.
+
+    Placed as created, each on the least loaded of 3 devices, the two large ones land on
+    devices already holding small ones: loads 4024, 16008, 16000 bytes. Largest first:
+    12024, 12008, 12000.
+    """
+
+    SIZES = (("small_1", 1000), ("small_2", 1000), ("small_3", 1000),
+             ("large_1", 3000), ("large_2", 3000))
+
+    def __init__(self, scale=1.0):
+        toys.Linear.__init__(self, scale=scale)
+        for name, size in self.SIZES:
+            self.loss += tf.reduce_sum(tf.get_variable(name, initializer=tf.zeros([size])))
+
+
+def device_loads(wrapper):
+    """{variable name: tower index} and the bytes per tower of a spread parameter server."""
+    placed = dict((v.op.name, tf.DeviceSpec.from_string(v.device).device_index)
+                  for v in wrapper.model_variables)
+    loads = [0] * wrapper.n_towers
+    for variable in wrapper.model_variables:
+        loads[placed[variable.op.name]] += variable.shape.num_elements() * variable.dtype.size
+    return placed, loads
+
+
+def test_spread_parameter_server_places_the_largest_variables_first(make_session, caplog):
+    with caplog.at_level(logging.WARNING):
+        wrapper = build(SmallestFirst, "ps-towers", sgd)
+    assert "scratch" not in caplog.text
+    placed, loads = device_loads(wrapper)
+    assert placed == {"large_1": 0, "large_2": 1, "small_1": 2, "small_2": 2, "small_3": 2,
+                      "w": 0, "b": 1}
+    assert loads == [12024, 12008, 12000]
+    session = start(wrapper, make_session)
+    session.run(wrapper.objective, wrapper.feed_dict(shards_of(toys.make_batch(8))))
+
+
+def test_spread_falls_back_to_creation_order_when_the_scratch_build_fails(caplog):
+    # A tensor of the caller's graph as a model argument cannot enter the scratch graph.
+    with caplog.at_level(logging.WARNING):
+        wrapper = MultiGpuModel(SmallestFirst, devices=cpu_devices(3), optimizer=sgd(),
+                                strategy=ParameterServer("towers"), scale=tf.constant(1.0))
+    assert "could not build tower 0 in a scratch graph" in caplog.text
+    placed, loads = device_loads(wrapper)
+    assert loads == [4024, 16008, 16000]  # as created: worse than largest first
+    assert placed["large_1"] == 2 and placed["large_2"] == 1
+
+
+@pytest.mark.parametrize("sizes, n_devices, expected", [
+    ([1, 1, 2], 2, [1, 1, 0]),            # as created it would be [0, 1, 0]: loads 3 and 1
+    ([5, 5, 5], 3, [0, 1, 2]),            # equal sizes keep their order
+    ([3, 3, 2, 2, 2], 2, [0, 1, 0, 1, 0]),  # Graham's worst case: 7 where 6 is possible
+    ([], 2, []),
+])
+def test_balance_largest_first(sizes, n_devices, expected):
+    assert balance_largest_first(sizes, n_devices) == expected
 
 
 def test_nccl_on_cpu_towers_is_refused_naming_the_ring():

@@ -1,0 +1,17 @@
+"""Assertions several test files share."""
+import numpy as np
+import pytest
+
+from crnn_multigpu.compat import tf
+from crnn_multigpu.towers import NONFINITE_MESSAGE
+
+
+def assert_step_refused_changing_nothing(session, step, feed_dict):
+    """Running ``step`` fails with NONFINITE_MESSAGE, and every global variable (weights,
+    optimizer slots, moving statistics, counters, the global step) keeps its value."""
+    variables = tf.global_variables()
+    before = session.run(variables)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=NONFINITE_MESSAGE):
+        session.run(step, feed_dict)
+    for variable, old, new in zip(variables, before, session.run(variables)):
+        np.testing.assert_array_equal(new, old, err_msg=variable.op.name)
