@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 from waiting import HANG_GUARD
 
 from crnn_multigpu.compat import TF_VERSION
@@ -76,20 +75,3 @@ def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
     assert "% of the float32 GEMM peak" in result.stdout
     assert report["precision"] == "float32" and "float32" in figures["op_micros_by_dtype"]
 
-
-@pytest.mark.skipif(TF_VERSION < (2, 0), reason="TF 1.15's bfloat16 CPU kernels take a minute "
-                                                "for the first step (see scripts/benchmark.py)")
-def test_step_efficiency_profiles_a_bfloat16_step(tmp_path):
-    out = str(tmp_path / "eff.json")
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "scripts", "step_efficiency.py"), "--batch", "2",
-         "--reps", "1", "--steps", "1", "--top", "5", "--precision", "mixed_bfloat16",
-         "--json", out],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=HANG_GUARD)
-    assert result.returncode == 0, result.stderr[-3000:]
-    report = json.load(open(out))
-    figures = report["configurations"]["batch2_mixed_bfloat16"]
-    assert report["precision"] == "mixed_bfloat16"
-    # The convolutions run in bfloat16; the casts to and from it are counted apart.
-    assert figures["op_dtypes"]["Conv2DBackpropFilter"] == ["bfloat16"]
-    assert figures["op_micros_by_dtype"]["bfloat16"] > 0 and "Cast" in figures["op_micros_by_dtype"]
