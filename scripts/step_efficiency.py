@@ -7,13 +7,19 @@ One run measures everything it compares, so the shared machine's noise falls on 
   have no registered FLOP count; their matmul FLOPs are added separately, by formula.
 - The step time (median of timed steps) and so the achieved FLOP/s.
 - The practical peak: a large float32 GEMM in numpy and in TensorFlow on the same threads.
-- The op profile: traced op time per op type (summed over threads, so it can exceed wall time).
+- The op profile: traced op time per op type (summed over threads, so it can exceed wall time),
+  with the dtypes each type ran in, and op time per dtype.
 
 Each configuration (``--batch`` values, ``--xla``) is timed in interleaved repetitions.
+``--precision`` builds every configuration with that ``MultiGpuModel`` precision policy, so the
+same profile can be taken in mixed_float16 or mixed_bfloat16. The peak stays the float32 GEMM's
+and the FLOP count is dtype-blind: for low precision, the "fraction of the float32 GEMM peak" is
+the float32 yardstick, not the peak of the precision's own kernels.
 Usage::
 
     python scripts/step_efficiency.py --json eff.json            # ~3 minutes
     python scripts/step_efficiency.py --batch 32 64 --xla        # + larger batch, XLA
+    python scripts/step_efficiency.py --precision mixed_bfloat16 # where a bfloat16 step goes
 """
 import argparse
 import collections
@@ -30,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crnn_multigpu.compat import TF_VERSION, tf  # noqa: E402
 from crnn_multigpu.crnn import CRNN  # noqa: E402
+from crnn_multigpu.precision import NAMES as PRECISIONS  # noqa: E402
 from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
 from benchmark import synthetic_batch  # noqa: E402  (scripts/ is on sys.path when run)
 
@@ -62,13 +69,14 @@ def gemm_peak(n=2048, repeats=5):
 class Step(object):
     """One training step of the default CRNN, one tower, Adam, fed a synthetic batch."""
 
-    def __init__(self, batch_size, xla=False, width=100):
-        self.name = "batch%d%s" % (batch_size, "_xla" if xla else "")
+    def __init__(self, batch_size, xla=False, width=100, precision="float32"):
+        self.name = "batch%d%s%s" % (batch_size, "_xla" if xla else "",
+                                     "" if precision == "float32" else "_" + precision)
         self.batch_size, self.times = batch_size, []
         self.graph = tf.Graph()
         with self.graph.as_default():
             tf.set_random_seed(0)
-            self.model = MultiGpuModel(CRNN, devices=["/cpu:0"], xla=xla)
+            self.model = MultiGpuModel(CRNN, devices=["/cpu:0"], xla=xla, precision=precision)
             init = tf.global_variables_initializer()
         batch = synthetic_batch(batch_size, width=width)
         self.feed = self.model.feed_dict(self.model.split(batch))
@@ -118,18 +126,37 @@ class Step(object):
 ONEDNN_PREFIX = re.compile(r"^_Mkl(Native)?")
 
 
-def op_profile(metadata):
-    """Op microseconds by op type in one traced step (host-side duplicates of TF 1.x skipped),
-    oneDNN's kernel names mapped back to the op's."""
-    by_type = collections.Counter()
+def op_dtype(graph, name):
+    """The dtype an op computes in (its ``T`` attribute, for a Cast ``SrcT->DstT``); "-" for
+    ops without one (and for the executor's own nodes, which are not in the graph)."""
+    try:
+        op = graph.get_operation_by_name(name)
+    except (KeyError, ValueError):
+        return "-"
+    attrs = op.node_def.attr
+    if "SrcT" in attrs and "DstT" in attrs:
+        return "%s->%s" % (tf.as_dtype(attrs["SrcT"].type).name,
+                           tf.as_dtype(attrs["DstT"].type).name)
+    return tf.as_dtype(attrs["T"].type).name if "T" in attrs else "-"
+
+
+def op_profile(metadata, graph):
+    """Op microseconds in one traced step (host-side duplicates of TF 1.x skipped), oneDNN's
+    kernel names mapped back to the op's: (by op type, by dtype, the dtypes of each op type)."""
+    by_type, by_dtype = collections.Counter(), collections.Counter()
+    dtypes = collections.defaultdict(set)
     for device in metadata.step_stats.dev_stats:
         if "/host:" in device.device:
             continue
         for node in device.node_stats:
             label = node.timeline_label.split(" = ")
-            op_type = label[1].split("(")[0] if len(label) > 1 else node.node_name
-            by_type[ONEDNN_PREFIX.sub("", op_type)] += node.all_end_rel_micros
-    return by_type
+            op_type = ONEDNN_PREFIX.sub("", label[1].split("(")[0] if len(label) > 1
+                                        else node.node_name)
+            dtype = op_dtype(graph, node.node_name)
+            by_type[op_type] += node.all_end_rel_micros
+            by_dtype["Cast" if op_type == "Cast" else dtype] += node.all_end_rel_micros
+            dtypes[op_type].add(dtype)
+    return by_type, by_dtype, dtypes
 
 
 def main(argv=None):
@@ -139,10 +166,14 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=8, help="interleaved repetitions")
     parser.add_argument("--steps", type=int, default=3, help="steps per repetition")
     parser.add_argument("--top", type=int, default=12, help="op types listed in the profile")
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32",
+                        help="MultiGpuModel's precision policy for every configuration "
+                             "(the GEMM peak stays float32's)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     numpy_peak, tf_peak = gemm_peak()
-    steps = [Step(b) for b in args.batch] + ([Step(args.batch[0], xla=True)] if args.xla else [])
+    steps = ([Step(b, precision=args.precision) for b in args.batch]
+             + ([Step(args.batch[0], xla=True, precision=args.precision)] if args.xla else []))
     for rep in range(args.reps):
         shift = rep % len(steps)
         for step in steps[shift:] + steps[:shift]:
@@ -153,30 +184,37 @@ def main(argv=None):
     report = {"gemm_flops_per_s": {"numpy": numpy_peak, "tensorflow": tf_peak,
                                    "numpy_after": numpy_peak_after,
                                    "tensorflow_after": tf_peak_after, "peak": peak},
-              "configurations": {}, "machine": {
+              "precision": args.precision, "configurations": {}, "machine": {
                   "cpus": os.cpu_count(), "python": platform.python_version(),
                   "tensorflow": ".".join(map(str, TF_VERSION)),
                   "processor": platform.processor() or platform.machine()}}
-    print("GEMM peak: numpy %.1f GFLOP/s, TF %.1f GFLOP/s (after the steps: %.1f, %.1f)"
+    print("float32 GEMM peak: numpy %.1f GFLOP/s, TF %.1f GFLOP/s (after the steps: %.1f, %.1f)"
           % (numpy_peak / 1e9, tf_peak / 1e9, numpy_peak_after / 1e9, tf_peak_after / 1e9))
     for step in steps:
         metadata = step.trace()
         counted, lstm = step.flops(metadata)
-        profile = op_profile(metadata)
+        profile, by_dtype, dtypes = op_profile(metadata, step.graph)
         total_op = float(sum(profile.values()))
         rate = (counted + lstm) / step.median
         figures = {"step_seconds": step.median, "profiler_flops": counted, "lstm_flops": lstm,
                    "flops_per_s": rate, "fraction_of_peak": rate / peak,
                    "images_per_s": step.batch_size / step.median,
-                   "op_micros_by_type": dict(profile.most_common(args.top))}
+                   "op_micros_by_type": dict(profile.most_common(args.top)),
+                   "op_micros_by_dtype": dict(by_dtype),
+                   "op_dtypes": {t: sorted(dtypes[t]) for t, _ in profile.most_common(args.top)}}
         report["configurations"][step.name] = figures
         print("\n%s: %.1f ms/step, %.0f images/s; %.2f GFLOP counted + %.2f GFLOP LSTM = %.1f "
-              "GFLOP/s, %.1f %% of the GEMM peak"
+              "GFLOP/s, %.1f %% of the float32 GEMM peak"
               % (step.name, 1e3 * step.median, figures["images_per_s"], counted / 1e9, lstm / 1e9,
                  rate / 1e9, 100 * rate / peak))
         print("  op time %.1f ms (summed over threads); by type:" % (total_op / 1e3))
         for op_type, micros in profile.most_common(args.top):
-            print("    %-28s %8.1f ms %5.1f %%" % (op_type, micros / 1e3, 100 * micros / total_op))
+            print("    %-28s %8.1f ms %5.1f %%  %s" % (op_type, micros / 1e3,
+                                                     100 * micros / total_op,
+                                                     ", ".join(sorted(dtypes[op_type]))))
+        print("  by dtype (Cast apart):")
+        for dtype, micros in by_dtype.most_common():
+            print("    %-28s %8.1f ms %5.1f %%" % (dtype, micros / 1e3, 100 * micros / total_op))
         step.session.close()
     if args.json:
         with open(args.json, "w") as stream:

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+
 from waiting import HANG_GUARD
 
 from crnn_multigpu.compat import TF_VERSION
@@ -71,4 +72,6 @@ def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
     assert 0 < figures["fraction_of_peak"] < 5
     # Under its plain name also with oneDNN on (which runs _MklNativeConv2DBackpropFilter).
     assert "Conv2DBackpropFilter" in figures["op_micros_by_type"]
-    assert "% of the GEMM peak" in result.stdout
+    assert "% of the float32 GEMM peak" in result.stdout
+    assert report["precision"] == "float32" and "float32" in figures["op_micros_by_dtype"]
+
