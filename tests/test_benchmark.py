@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-
 from waiting import HANG_GUARD
 
 from crnn_multigpu.compat import TF_VERSION
@@ -74,4 +73,3 @@ def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
     assert "Conv2DBackpropFilter" in figures["op_micros_by_type"]
     assert "% of the float32 GEMM peak" in result.stdout
     assert report["precision"] == "float32" and "float32" in figures["op_micros_by_dtype"]
-
