@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
+from assertions import copies, start
 from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated, layers, precision
 from crnn_multigpu.accumulation import Accumulation
 from crnn_multigpu.checkpoints import latest_checkpoint
@@ -71,20 +72,6 @@ def plain_run(model_cls, wholes, make_session, optimizer):
 
 def values(session, variables=None):
     return {v.op.name: session.run(v) for v in variables or tf.global_variables()}
-
-
-def start(wrapper, make_session):
-    session = make_session()
-    session.run(tf.global_variables_initializer())
-    session.run(wrapper.post_init_op)
-    return session
-
-
-def copies(wrapper, session):
-    """Every tower's copy of every trainable variable: [{plain name: value}] per tower."""
-    return [{p.op.name: session.run(c) for p, c in zip(
-        wrapper.variables, wrapper.strategy.tower_variables(i, wrapper.variables))}
-        for i in range(wrapper.n_towers)]
 
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))

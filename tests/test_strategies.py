@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from assertions import assert_step_refused_changing_nothing
+from assertions import assert_step_refused_changing_nothing, copies, start
 from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated
 from crnn_multigpu import gradients as grad_ops
 from crnn_multigpu.compat import tf
@@ -50,20 +50,6 @@ def plain_run(model_cls, batches, make_session, optimizer):
 def build(model_cls, name, optimizer, n_towers=3):
     return MultiGpuModel(model_cls, devices=cpu_devices(n_towers), optimizer=optimizer(),
                          strategy=STRATEGIES[name]())
-
-
-def start(wrapper, make_session):
-    session = make_session()
-    session.run(tf.global_variables_initializer())
-    session.run(wrapper.post_init_op)
-    return session
-
-
-def copies(wrapper, session):
-    """Every tower's copy of every trainable variable: [{plain name: value}] per tower."""
-    return [{p.op.name: session.run(c) for p, c in zip(
-        wrapper.variables, wrapper.strategy.tower_variables(i, wrapper.variables))}
-        for i in range(wrapper.n_towers)]
 
 
 def sgd():
