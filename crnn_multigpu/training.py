@@ -157,7 +157,10 @@ class Trainer(object):
         # The batches of the coming steps are made ahead, on a thread, while this one runs.
         batches = None if feed_free else prefetch(
             (s, self.batch_for_step(s)) for s in itertools.count(step * k))
-        window_start, window_images, last = time.time(), 0, {}
+        # Input wait: time spent blocked on the prefetcher's queue. A feed-free pipeline waits
+        # inside session.run, where no clock outside TF can tell waiting from computing (TF
+        # 1.15's prefetch_to_device even blocks on refilling its buffer), so it has none.
+        window_start, window_images, window_wait, last = time.time(), 0, 0.0, {}
         try:
             with StopRequested() as stop:
                 while step < steps and not stop:
@@ -165,7 +168,9 @@ class Trainer(object):
                     for micro in range(k):
                         feed = dict(self.feed)
                         if not feed_free:
+                            waited = time.time()
                             batch_step, batch = next(batches)
+                            window_wait += time.time() - waited
                             assert batch_step == step * k + micro, \
                                 "batch for micro-step %d arrived at micro-step %d" % (
                                     batch_step, step * k + micro)
@@ -184,9 +189,10 @@ class Trainer(object):
                         if self.writer is not None and "summary" in last:
                             self.writer.add_summary(last.pop("summary"), step)
                         if self.log_every and (step % self.log_every == 0 or step == steps):
-                            rate = window_images / max(time.time() - window_start, 1e-9)
-                            self._progress(step, steps, last, rate)
-                            window_start, window_images = time.time(), 0
+                            seconds = max(time.time() - window_start, 1e-9)
+                            self._progress(step, steps, last, window_images / seconds,
+                                           None if feed_free else window_wait / seconds)
+                            window_start, window_images, window_wait = time.time(), 0, 0.0
                     # Also after a skipped batch: a run of them must not stop the checkpoints.
                     # The last step is saved once, below, where a failure is an error.
                     if self.saver and self.checkpoint_every and \
@@ -267,13 +273,16 @@ class Trainer(object):
                       for k, v in figures.items() if isinstance(v, (int, float))]
             self.writer.add_summary(tf.Summary(value=values), step)
 
-    def _progress(self, step, steps, last, rate):
+    def _progress(self, step, steps, last, rate, input_wait):
         done = int(30 * step / max(steps, 1))
         text = "[%s%s] step %d/%d  loss %.4f" % ("#" * done, "." * (30 - done), step, steps,
                                                  last.get("loss", float("nan")))
         if "error" in last:
             text += "  error %.4f" % last["error"]
-        self._print(text + "  %.1f images/s" % rate)
+        text += "  %.1f images/s" % rate
+        if input_wait is not None:  # the share of the window spent waiting for batches
+            text += "  input wait %.0f %%" % (100 * input_wait)
+        self._print(text)
 
     def _print(self, text):
         self.stream.write(text + "\n")

@@ -2,11 +2,13 @@
 
 Run alone with ``pytest -m faults``; part of ``make test`` like everything else.
 """
+import io
 import os
 import random
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -178,3 +180,28 @@ def test_same_seed_same_losses(tiny_dataset, tmp_path):
 def variables(run_dir):
     reader = tf.train.load_checkpoint(latest_checkpoint(run_dir))
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def input_waits(text):
+    return [float(line.split("input wait ")[1].split()[0]) for line in text.splitlines()
+            if "input wait" in line]
+
+
+def test_progress_reports_the_share_of_time_spent_waiting_for_batches(tmp_path, make_session):
+    """A data path slower than the step shows up as input wait; a ready one does not."""
+    wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2))
+    made = toys.make_batch(4, seed=0)
+    ready, slow = io.StringIO(), io.StringIO()
+
+    def slow_batch(step):
+        time.sleep(0.05)  # far longer than a step of this toy model: the step waits
+        return made
+
+    Trainer(wrapper, lambda step: made, str(tmp_path / "ready"), checkpoint_every=0,
+            log_every=100, stream=ready).train(make_session(), steps=200)
+    Trainer(wrapper, slow_batch, str(tmp_path / "slow"), checkpoint_every=0, log_every=10,
+            stream=slow).train(make_session(), steps=20)
+    assert len(input_waits(ready.getvalue())) == 2 and len(input_waits(slow.getvalue())) == 2
+    assert min(input_waits(slow.getvalue())) > 50, slow.getvalue()
+    # Prefetched ahead while the steps run: after the first window the queue is full.
+    assert input_waits(ready.getvalue())[-1] < 50, ready.getvalue()
