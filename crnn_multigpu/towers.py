@@ -405,7 +405,8 @@ class MultiGpuModel(object):
             for update in self.update_ops if guards else ():
                 # Update ops were built inside the tower; gate them too, so a bad batch
                 # cannot poison moving statistics either (and, accumulating, they run once
-                # per optimizer step).
+                # per optimizer step). TF has no public way to make an op that is already built
+                # wait for another (graph_editor is gone in TF 2.x), hence the private call.
                 _as_op(update)._add_control_input(guards[0])
         # Slots (Adam's m and v) must be created outside any reusing scope.
         self.grads_and_vars = grads

@@ -352,6 +352,6 @@ def test_generate_cli_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "no" in err and err.count("\n") == 1
     assert generate.main(["--out", str(tmp_path / "x"), "--font-dir", str(tmp_path)]) == 2
-    assert "no .ttf/.otf fonts found" in capsys.readouterr().err
+    assert "no .ttf/.otf/.pfb fonts found" in capsys.readouterr().err
     assert generate.main(["--out", str(tmp_path / "x"), "--min-len", "5", "--max-len", "2"]) == 2
     assert generate.main(["--count", "3"]) == 2  # --out is required

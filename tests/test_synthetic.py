@@ -35,6 +35,12 @@ def fonts():
     ("/fonts/lmroman10-regular.otf", "Latin Modern Roman"),
     ("/site-packages/matplotlib/mpl-data/fonts/ttf/cmr10.ttf", "cmr10"),
     ("/fonts/cmunrm.ttf", "CMU Serif"), ("/fonts/sfrm1000.otf", "CM-Super"),
+    # Type 1 (.pfb): ghostscript's URW fonts, AMS Computer Modern, CM-Super, Latin Modern
+    ("/usr/share/fonts/type1/gsfonts/c059013l.pfb", "Century Schoolbook L"),
+    ("/usr/share/fonts/type1/gsfonts/n019003l.pfb", "Nimbus Sans L"),
+    ("/usr/share/fonts/type1/texlive-fonts-reserved/cmr10.pfb", "CMR10"),
+    ("/usr/share/texmf/fonts/type1/public/cm-super/sfrm1000.pfb", "Computer Modern"),
+    ("/usr/share/texmf/fonts/type1/public/lm/lmr10.pfb", "LMRoman10"),
 ])
 def test_reserved_families_are_recognised(path, family):
     assert is_reserved(path, family)
@@ -46,6 +52,7 @@ def test_reserved_families_are_recognised(path, family):
     ("/usr/share/fonts/truetype/crosextra/Carlito-Regular.ttf", "Carlito"),
     ("/usr/share/fonts/truetype/lato/Lato-Medium.ttf", "Lato"),
     ("/usr/share/fonts/opentype/cabin/Cabin-Bold.otf", "Cabin"),
+    ("/usr/share/fonts/X11/Type1/c0419bt_.pfb", "Courier 10 Pitch"),
 ])
 def test_ordinary_families_are_not_reserved(path, family):
     assert not is_reserved(path, family)

@@ -44,7 +44,7 @@ def build_parser():
                              "the Python documentation and /usr/share/common-licenses); "
                              "implies --lines")
     parser.add_argument("--font-dir", action="append", metavar="DIR",
-                        help="folder searched recursively for .ttf/.otf fonts; repeatable "
+                        help="folder searched recursively for .ttf/.otf/.pfb fonts; repeatable "
                              "(default: $CRNN_FONT_DIRS or the system font folders)")
     parser.add_argument("--fonts", choices=FONT_SIDES, default="all",
                         help="which side of the deterministic train/held-out split (by font "

@@ -27,7 +27,7 @@ DEFAULT_FONT_DIRS = (
     "~/.local/share/fonts",
 )
 FONT_DIRS_ENV = "CRNN_FONT_DIRS"
-FONT_EXTENSIONS = (".ttf", ".otf")
+FONT_EXTENSIONS = (".ttf", ".otf", ".pfb")  # .pfb: Type 1 (FreeType reads it)
 # U+FFFF is a permanent noncharacter: no font maps it, so it renders .notdef.
 _UNMAPPED_CODEPOINT = u"\uffff"
 _PROBE_SIZE = 24
@@ -36,7 +36,7 @@ RESERVED_FAMILY_PATTERNS = (
     r"liberation", r"freefont", r"free ?(serif|sans|mono)", r"nimbus", r"urw", r"bookman",
     r"\bc059", r"\bp052", r"\bz003", r"tex ?gyre", r"latin ?modern", r"lmodern",
     r"\blm(roman|sans|mono)", r"computer ?modern", r"\bcmu\b", r"cm-?super",
-    r"/cm[a-z]{1,5}\d+\.(ttf|otf)$")
+    r"/cm[a-z]{1,5}\d+\.(ttf|otf|pfb)$")
 NON_TEXT_PATTERNS = (r"\bmath\b", r"symbol", r"keyboard", r"nushu", r"emoji", r"icon",
                      r"dingbat")
 # Complex shaping (raqm) is not needed for the scripts this package targets,
@@ -159,7 +159,7 @@ def is_text_face(path, family=None):
 
 
 def find_fonts(font_dirs=None, chars=None, include_reserved=False):
-    """Sorted .ttf/.otf paths of text faces under the font folders, recursively.
+    """Sorted .ttf/.otf/.pfb paths of text faces under the font folders, recursively.
 
     Folders: ``font_dirs`` if given, else the ``CRNN_FONT_DIRS`` environment
     variable (``os.pathsep``-separated), else the usual system and user font
@@ -177,7 +177,7 @@ def find_fonts(font_dirs=None, chars=None, include_reserved=False):
              (include_reserved or not is_reserved(path, families[path]))]
     if not fonts:
         raise FileNotFoundError(
-            "no .ttf/.otf fonts found in %s; install some (Debian/Ubuntu: apt-get install "
+            "no .ttf/.otf/.pfb fonts found in %s; install some (Debian/Ubuntu: apt-get install "
             "fonts-dejavu-core) or point --font-dir / $%s at a folder of fonts"
             % (", ".join(dirs), FONT_DIRS_ENV))
     if chars:
