@@ -17,7 +17,9 @@ Before that, :func:`remove_rules` paints out the rules of tables and frames: ver
 strokes longer than two of the page's tallest glyphs (no glyph is that tall) and horizontal
 ones longer than ten (no glyph is that wide). They are ink on the page but not text; left in, a
 table's vertical rules join its rows into one band and are read as ``|``.
-:func:`line_crops` is the whole path from a page to the images of its lines.
+:func:`line_crops` is the whole path from a page to the images of its lines; it frames every
+piece as a full line of the page around its baseline (:func:`line_frame`), as the recogniser's
+training lines are framed, whether or not the piece has ascenders and descenders.
 
 What it cannot do, by design: multi-column pages are read across the columns (each row
 band is one line of text, its pieces joined left to right); skewed or rotated pages
