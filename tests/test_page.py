@@ -235,8 +235,8 @@ def test_a_real_pdf_page_reads_as_its_text_layer(tmp_path, capsys):
     truth = pdf_text_rows(REAL_PAGE)
     read = read_pdf_page(REAL_PAGE, tmp_path, capsys)
     assert abs(len(read) - len(truth)) <= 2, list(zip(read, truth))
-    # Today 0.17 % (32 of 35 rows exactly right); 1.4 % (23 rows) before lines were framed
-    # like the training lines (page.line_frame), 3.0 % with the line model shipped before.
+    # Today 0.08 % (33 of 35 rows exactly right). The 13,000-step line model read 1.4 % (23 rows)
+    # before lines were framed like training lines (page.line_frame), 0.17 % (32) after.
     assert character_error_rate(read, truth) <= 0.01, list(zip(read, truth))
     assert sum(r == t for r, t in zip(read, truth)) >= 28, list(zip(read, truth))
 
