@@ -171,10 +171,11 @@ def line_crops(image):
     the image of each (rules removed, framed by :func:`line_frame`, margins as
     :func:`crop_line` gives)."""
     page = remove_rules(image)
-    boxes = find_lines(page)
+    ink = ink_mask(page)
+    boxes = _lines_of_ink(ink)
     if not boxes:
         return [], []
-    ink, height = ink_mask(page), full_line_height(boxes)
+    height = full_line_height(boxes)
     return boxes, [crop_line(page, box, frame=line_frame(ink, box, height)) for box in boxes]
 
 
@@ -190,14 +191,20 @@ def line_frame(ink, box, height):
     ``ink``, as every training line is framed: from the top of the font's tallest glyphs to
     below its descenders, whatever the text. Cropped at its own ink, a line without
     descenders ("Total time = 14 s") fills the image's height and is read about a third too
-    large (its last "s" read as "g"). The baseline is the lowest row holding at least 40 % of
-    the piece's busiest row of ink. Pieces as tall as a line or taller keep their own box."""
+    large (its last "s" read as "g"). The baseline is :func:`baseline_row`'s. Pieces as tall
+    as a line or taller keep their own box."""
     if box.bottom - box.top >= height:
         return box.top, box.bottom
-    profile = ink[box.top:box.bottom, box.left:box.right].sum(axis=1)
-    baseline = box.top + int(np.where(profile >= 0.4 * profile.max())[0][-1]) + 1
+    baseline = box.top + baseline_row(ink[box.top:box.bottom, box.left:box.right])
     bottom = max(box.bottom, baseline + DESCENDER * height)
     return min(box.top, bottom - height), bottom
+
+
+def baseline_row(ink):
+    """The baseline of a line's ``ink`` (2-D boolean): the row below the lowest row holding at
+    least 40 % of the busiest row's ink (descenders are thin, the letters' feet are not)."""
+    profile = ink.sum(axis=1)
+    return int(np.where(profile >= 0.4 * profile.max())[0][-1]) + 1
 
 
 def _join_thin_bands(bands, typical, ink):
@@ -239,7 +246,11 @@ def find_lines(image):
     """The text line pieces of a clean printed page as :class:`LineBox` es, in reading order
     (rows top to bottom, pieces of a row left to right). See the module docstring for what
     this cannot do."""
-    ink = ink_mask(image)
+    return _lines_of_ink(ink_mask(image))
+
+
+def _lines_of_ink(ink):
+    """:func:`find_lines` on the page's ink mask (computed once by callers that also need it)."""
     boxes = []
     for row, (top, bottom) in enumerate(_bands(ink)):
         band = ink[top:bottom]

@@ -12,8 +12,8 @@ from crnn_multigpu.cli import evaluate, predict
 from crnn_multigpu.cli.evaluate import SHIPPED_MODEL
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.datasets.lines import ascii_spelling
-from crnn_multigpu.page import (LineBox, crop_line, find_lines, ink_mask, line_crops, page_text,
-                                remove_rules)
+from crnn_multigpu.page import (LineBox, baseline_row, crop_line, find_lines, ink_mask,
+                                line_crops, page_text, remove_rules)
 from text_pdf import write_text_pdf
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu/"
@@ -253,9 +253,7 @@ def test_lines_are_framed_alike_whatever_their_letters():
     assert abs(crops[bare].size[1] - crops[full].size[1]) <= 2
 
     def baseline_from_bottom(crop):
-        ink = ink_mask(crop)
-        profile = ink.sum(axis=1)
-        return crop.size[1] - (np.where(profile >= 0.4 * profile.max())[0][-1] + 1)
+        return crop.size[1] - baseline_row(ink_mask(crop))
 
     assert abs(baseline_from_bottom(crops[bare]) - baseline_from_bottom(crops[full])) <= 2
     # A heading, taller than the page's lines, keeps its own box.
