@@ -129,7 +129,8 @@ def main_body(argv=None):
     from crnn_multigpu.charset import Charset
     from crnn_multigpu.datasets import write_dataset, write_lmdb, write_recipe
     from crnn_multigpu.datasets.fonts import select_fonts
-    from crnn_multigpu.datasets.synthetic import make_generator, text_part_of, with_progress
+    from crnn_multigpu.datasets.folder import with_progress
+    from crnn_multigpu.datasets.synthetic import make_generator, text_part_of
 
     charset = Charset.from_file(args.charset) if args.charset else \
         Charset.printable_ascii() if args.lines else Charset.default()

@@ -8,13 +8,12 @@ import os
 from crnn_multigpu.datasets.batching import (Batch, BatchLoader, EpochBatches, batch_indices,
                                              epoch_order, iterate_batches, make_batch, prefetch)
 from crnn_multigpu.datasets.folder import (LABELS_FILE, FolderDataset, read_labels,
-                                           write_labels)
+                                           write_dataset, write_labels)
 from crnn_multigpu.datasets.fonts import find_fonts, font_supports, load_font, split_fonts
 from crnn_multigpu.datasets.images import fit_width, load_image
 from crnn_multigpu.datasets.lmdb_format import DATA_FILE, LmdbDataset, write_lmdb
-from crnn_multigpu.datasets.synthetic import (RECIPE_FILE, SyntheticDataset,
-                                              SyntheticTextGenerator, open_recipe, write_dataset,
-                                              write_recipe)
+from crnn_multigpu.datasets.recipe import RECIPE_FILE, SyntheticDataset, open_recipe, write_recipe
+from crnn_multigpu.datasets.synthetic import SyntheticTextGenerator
 
 
 def open_dataset(path, **kwargs):

@@ -17,9 +17,7 @@ perspective, and now
 and then one to three words in a second face of the line (its bold or italic sister, or a
 monospaced face), baseline-aligned as documents set them.
 """
-import json
 import math
-import os
 import re
 import threading
 
@@ -27,9 +25,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
 from crnn_multigpu.datasets.augment import Degrader
-from crnn_multigpu.datasets.folder import with_progress, write_dataset  # noqa: F401 (re-export)
 from crnn_multigpu.datasets.fonts import font_family, font_style, load_font
-from crnn_multigpu.datasets.images import load_image
 from crnn_multigpu.datasets.words import TextSampler
 
 _RESAMPLING = getattr(Image, "Resampling", Image)
@@ -40,7 +36,8 @@ MIXED_FACE_SHARE = 0.25
 _LUMA = np.array([0.299, 0.587, 0.114])
 
 
-def _seed_words(seed, index):
+def sample_seed(seed, index):
+    """The RandomState seed of sample ``index``: ``[seed, index mod 2**32, index div 2**32]``."""
     return [seed % 2 ** 32, index % 2 ** 32, (index // 2 ** 32) % 2 ** 32]
 
 
@@ -367,11 +364,11 @@ class SyntheticTextGenerator(object):
     def sample(self, index):
         """``(PIL grayscale image, label)`` for ``index``; identical for the same seed and index."""
         # Re-seeding a per-thread RandomState is ~10x cheaper than building
-        # one, and gives the same stream as RandomState(_seed_words(...)).
+        # one, and gives the same stream as RandomState(sample_seed(...)).
         rng = getattr(self._thread_state, "rng", None)
         if rng is None:
             rng = self._thread_state.rng = np.random.RandomState()
-        rng.seed(_seed_words(self.seed, index))
+        rng.seed(sample_seed(self.seed, index))
         drawn, label = self.random_text(rng)
         return self.render(drawn, rng), label
 
@@ -433,38 +430,6 @@ def _apply_perspective(coefficients, x, y):
     return (a * x + b * y + c) / w, (d * x + e * y + f) / w
 
 
-class SyntheticDataset(object):
-    """A generator seen as a dataset: ``ds[i] = (load_image(sample(start + i)), text)``."""
-
-    def __init__(self, generator, size, start=0, height=32):
-        self.generator, self.size, self.start, self.height = generator, size, start, height
-        self.rejected, self.unreadable = {}, []
-
-    def __len__(self):
-        return self.size
-
-    def __getitem__(self, index):
-        return self.safe_get(index)
-
-    def safe_get(self, index, degrade=None):
-        """Same as ``ds[index]`` (rendered samples are always readable); ``degrade`` is
-        applied to the rendering before normalisation, as in ``load_image``."""
-        if not 0 <= index < self.size:
-            raise IndexError("sample %d out of range for %d samples" % (index, self.size))
-        image, text = self.generator.sample(self.start + index)
-        return load_image(image, self.height, degrade), text
-
-    def width_keys(self, indices):
-        """Label lengths of samples ``indices``, drawn without rendering: a sample's text is
-        the first thing its seeded RandomState draws."""
-        rng = np.random.RandomState()
-        keys = []
-        for index in indices:
-            rng.seed(_seed_words(self.generator.seed, self.start + int(index)))
-            keys.append(len(self.generator.random_text(rng)[1]))
-        return keys
-
-
 def make_generator(charset, fonts, lines=False, text_files=None, text_part="all", min_len=None,
                    max_len=None, words=None, kinds=None, **settings):
     """A :class:`SyntheticTextGenerator` of words (default) or whole printed lines.
@@ -489,58 +454,3 @@ def make_generator(charset, fonts, lines=False, text_files=None, text_part="all"
 def text_part_of(font_side):
     """The prose part that goes with a side of the font split: held-out fonts read held-out text."""
     return {"train": "train", "heldout": "heldout"}.get(font_side, "all")
-
-
-RECIPE_FILE = "synthetic.json"
-_RECIPE_DEFAULTS = dict(count=1000000, start=0, seed=0, fonts="train", holdout_fraction=0.2,
-                        font_dirs=None, include_reserved=False, min_len=1, max_len=10,
-                        difficulty=0.5, words=None, kinds=None, charset=None, lines=False,
-                        text=None)
-
-
-def write_recipe(out_dir, **settings):
-    """Write a dataset that is rendered when read: ``out_dir/synthetic.json`` with ``settings``.
-
-    Keys (defaults in ``_RECIPE_DEFAULTS``): count, start, seed, fonts (side of the font
-    split), holdout_fraction, font_dirs, include_reserved, min_len, max_len,
-    difficulty, words (word list path or None), kinds (list of text kinds or None = all),
-    charset (string or None = default), lines (whole printed lines instead of words), text
-    (list of prose files for lines, or None = the packaged prose; the part of it read follows
-    the font side).
-    """
-    unknown = set(settings) - set(_RECIPE_DEFAULTS)
-    if unknown:
-        raise ValueError("unknown synthetic recipe setting(s): %s" % ", ".join(sorted(unknown)))
-    recipe = dict(_RECIPE_DEFAULTS, **settings)
-    if not os.path.isdir(out_dir):
-        os.makedirs(out_dir)
-    path = os.path.join(out_dir, RECIPE_FILE)
-    with open(path, "w") as handle:
-        json.dump(recipe, handle, indent=1, sort_keys=True)
-    return path
-
-
-def open_recipe(path, charset=None, time_steps=None, height=32):
-    """The :class:`SyntheticDataset` a recipe folder (or its synthetic.json) describes."""
-    from crnn_multigpu.charset import Charset
-    from crnn_multigpu.datasets.fonts import select_fonts
-    recipe_path = path if path.endswith(".json") else os.path.join(path, RECIPE_FILE)
-    try:
-        with open(recipe_path) as handle:
-            recipe = dict(_RECIPE_DEFAULTS, **json.load(handle))
-    except ValueError as error:
-        raise ValueError("%s is not valid JSON: %s" % (recipe_path, error))
-    own = Charset(recipe["charset"]) if recipe["charset"] else Charset.default()
-    charset = charset or own
-    if time_steps and 2 * recipe["max_len"] > time_steps:
-        raise ValueError("%s: max_len %d may need up to %d CTC time steps, the model has %d; "
-                         "lower max_len or train wider images" % (recipe_path, recipe["max_len"],
-                                                                  2 * recipe["max_len"], time_steps))
-    fonts = select_fonts(recipe["fonts"], recipe["font_dirs"], charset.chars,
-                         recipe["holdout_fraction"], include_reserved=recipe["include_reserved"])
-    generator = make_generator(charset, fonts, lines=recipe["lines"], text_files=recipe["text"],
-                               text_part=text_part_of(recipe["fonts"]), height=height,
-                               min_len=recipe["min_len"], max_len=recipe["max_len"],
-                               seed=recipe["seed"], difficulty=recipe["difficulty"],
-                               words=recipe["words"], kinds=recipe["kinds"])
-    return SyntheticDataset(generator, recipe["count"], start=recipe["start"], height=height)
