@@ -61,6 +61,36 @@ class StopRequested(object):
         return self.signal_name is not None
 
 
+class _ProgressWindow(object):
+    """Images trained and time spent waiting for batches since the last progress line.
+
+    Input wait is the time blocked on the prefetcher's queue. A feed-free pipeline waits
+    inside ``session.run``, where no clock outside TF can tell waiting from computing (TF
+    1.15's ``prefetch_to_device`` even blocks on refilling its buffer), so it has none.
+    """
+
+    def __init__(self, measures_wait):
+        self.measures_wait = measures_wait
+        self._restart()
+
+    def _restart(self):
+        self.start, self.images, self.wait = time.time(), 0, 0.0
+
+    def wait_for(self, batches):
+        """The next item of ``batches``, its waiting time counted."""
+        waited = time.time()
+        item = next(batches)
+        self.wait += time.time() - waited
+        return item
+
+    def close(self):
+        """``(images/s, share of time waiting or None)`` of the window; a new one starts."""
+        seconds = max(time.time() - self.start, 1e-9)
+        rates = self.images / seconds, self.wait / seconds if self.measures_wait else None
+        self._restart()
+        return rates
+
+
 class Trainer(object):
     """Run ``wrapper.objective`` for a number of global steps with checkpoints and progress.
 
@@ -118,6 +148,14 @@ class Trainer(object):
         self.skipped_steps = []
         # A skipped batch still advances the global step, which keys the data order.
         self._skip_op = tf.assign_add(wrapper.global_step, 1) if on_nonfinite == "skip" else None
+        # Micro-batches before a step's last only accumulate; the last one applies the step
+        # and reports its loss (the mean over all micro-batches).
+        self._micro_fetches = {"train": wrapper.objective}
+        self._step_fetches = {"train": wrapper.objective, "loss": wrapper.step_loss}
+        if wrapper.error is not None:
+            self._step_fetches["error"] = wrapper.step_error
+        if batch_for_step is None and wrapper.batch_size is not None:
+            self._step_fetches["images"] = self._micro_fetches["images"] = wrapper.batch_size
 
     def restore_or_initialize(self, session, resume):
         """Initialise variables, restore the latest checkpoint when resuming, then run the
@@ -138,61 +176,26 @@ class Trainer(object):
         checkpoint is lost) and ``NonFiniteStateError`` when the variables went NaN/Inf
         (nothing is saved; the last good checkpoint stays the newest).
         """
-        wrapper = self.wrapper
         step = self.restore_or_initialize(session, resume)
         if self.is_chief:
             self.writer = tf.summary.FileWriter(self.run_dir + "/logs", session.graph)
-        k = self.accumulate
-        # Micro-batches before a step's last only accumulate; the last one applies the step
-        # and reports its loss (the mean over all k micro-batches).
-        micro_fetches = {"train": wrapper.objective}
-        fetches = {"train": wrapper.objective, "loss": wrapper.step_loss}
-        if wrapper.error is not None:
-            fetches["error"] = wrapper.step_error
         feed_free = self.batch_for_step is None
         if feed_free:
             self._check_pipeline_start(step)
-            if wrapper.batch_size is not None:
-                fetches["images"] = micro_fetches["images"] = wrapper.batch_size
         # The batches of the coming steps are made ahead, on a thread, while this one runs.
         batches = None if feed_free else prefetch(
-            (s, self.batch_for_step(s)) for s in itertools.count(step * k))
-        # Input wait: time spent blocked on the prefetcher's queue. A feed-free pipeline waits
-        # inside session.run, where no clock outside TF can tell waiting from computing (TF
-        # 1.15's prefetch_to_device even blocks on refilling its buffer), so it has none.
-        window_start, window_images, window_wait, last = time.time(), 0, 0.0, {}
+            (s, self.batch_for_step(s)) for s in itertools.count(step * self.accumulate))
+        window, last = _ProgressWindow(measures_wait=not feed_free), {}
         try:
             with StopRequested() as stop:
                 while step < steps and not stop:
-                    images = 0
-                    for micro in range(k):
-                        feed = dict(self.feed)
-                        if not feed_free:
-                            waited = time.time()
-                            batch_step, batch = next(batches)
-                            window_wait += time.time() - waited
-                            assert batch_step == step * k + micro, \
-                                "batch for micro-step %d arrived at micro-step %d" % (
-                                    batch_step, step * k + micro)
-                            feed.update(wrapper.feed_dict(wrapper.split(batch)))
-                        want = dict(fetches if micro == k - 1 else micro_fetches)
-                        if micro == k - 1 and self.writer is not None and \
-                                self.summary_every and step % self.summary_every == 0:
-                            want["summary"] = wrapper.summary_op
-                        # Only a step's last run can be non-finite (the step is judged whole).
-                        ran = self._run_step(session, want, feed, step, last)
-                        images += int(last.get("images", self.pipeline.batch_size)) \
-                            if feed_free else batch_size(batch)
+                    ran = self._optimizer_step(session, step, batches, last, window)
                     step += 1
                     if ran:
-                        window_images += images
                         if self.writer is not None and "summary" in last:
                             self.writer.add_summary(last.pop("summary"), step)
                         if self.log_every and (step % self.log_every == 0 or step == steps):
-                            seconds = max(time.time() - window_start, 1e-9)
-                            self._progress(step, steps, last, window_images / seconds,
-                                           None if feed_free else window_wait / seconds)
-                            window_start, window_images, window_wait = time.time(), 0, 0.0
+                            self._progress(step, steps, last, *window.close())
                     # Also after a skipped batch: a run of them must not stop the checkpoints.
                     # The last step is saved once, below, where a failure is an error.
                     if self.saver and self.checkpoint_every and \
@@ -218,6 +221,30 @@ class Trainer(object):
                         "command plus --resume" % (stop.signal_name, step))
         self.stopped_by = stop.signal_number  # the shell convention: exit code 128 + signal
         return step
+
+    def _optimizer_step(self, session, step, batches, last, window):
+        """The ``accumulate`` runs of global step ``step``, one per micro-batch (fed from
+        ``batches``, or feed-free when it is None); whether the step was applied. The last
+        run's results land in ``last``; images and input wait are counted in ``window``."""
+        k, wrapper, images = self.accumulate, self.wrapper, 0
+        for micro in range(k):
+            feed = dict(self.feed)
+            if batches is not None:
+                batch_step, batch = window.wait_for(batches)
+                assert batch_step == step * k + micro, \
+                    "batch for micro-step %d arrived at micro-step %d" % (batch_step, step * k + micro)
+                feed.update(wrapper.feed_dict(wrapper.split(batch)))
+            want = dict(self._step_fetches if micro == k - 1 else self._micro_fetches)
+            if micro == k - 1 and self.writer is not None and \
+                    self.summary_every and step % self.summary_every == 0:
+                want["summary"] = wrapper.summary_op
+            # Only a step's last run can be non-finite (the step is judged whole).
+            ran = self._run_step(session, want, feed, step, last)
+            images += batch_size(batch) if batches is not None else \
+                int(last.get("images", self.pipeline.batch_size))
+        if ran:
+            window.images += images
+        return ran
 
     def _save_after_error(self, session, step):
         """Keep the steps done before an error, without hiding that error: failures are logged."""

@@ -202,6 +202,8 @@ def test_progress_reports_the_share_of_time_spent_waiting_for_batches(tmp_path, 
     Trainer(wrapper, slow_batch, str(tmp_path / "slow"), checkpoint_every=0, log_every=10,
             stream=slow).train(make_session(), steps=20)
     assert len(input_waits(ready.getvalue())) == 2 and len(input_waits(slow.getvalue())) == 2
-    assert min(input_waits(slow.getvalue())) > 50, slow.getvalue()
+    # Judged after the first window, which also holds the first run's one-time set-up (as long
+    # as ten slow batches on a loaded machine).
+    assert input_waits(slow.getvalue())[-1] > 50, slow.getvalue()
     # Prefetched ahead while the steps run: after the first window the queue is full.
     assert input_waits(ready.getvalue())[-1] < 50, ready.getvalue()
