@@ -76,6 +76,23 @@ def test_user_text_replaces_the_packaged_prose(tmp_path):
         assert sum(word not in words for word in line.split()) <= 1, line
 
 
+def test_table_rows_are_drawn_with_column_gaps_and_labelled_with_single_spaces():
+    tables = LineSampler(ASCII, kinds=["table"])
+    rng = np.random.RandomState(3)
+    rows = [tables.sample(rng) for _ in range(200)]
+    for drawn, label in rows:
+        assert label == " ".join(drawn.split()) and len(label) <= 60, (drawn, label)
+        assert "  " not in label and label == label.strip()
+    assert sum("  " in drawn for drawn, _ in rows) > 150  # most rows keep their column gaps
+    # Single-letter cells, lower and upper case: the marks of feature tables.
+    cells = [cell for _, label in rows for cell in label.split()[1:]]
+    assert set("yn") <= set(cells) and any(len(c) == 1 and c.isupper() for c in cells)
+    # Tables are drawn only when asked for: the default mix is unchanged.
+    assert "table" not in LineSampler(ASCII).kinds
+    mixed = LineSampler(ASCII, kinds=["prose", "table"])
+    assert mixed.kinds == ["prose", "table"]
+
+
 def test_lines_need_a_space_and_known_kinds(tmp_path):
     with pytest.raises(ValueError, match="space"):
         LineSampler(Charset.default())

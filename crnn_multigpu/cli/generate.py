@@ -61,7 +61,8 @@ def build_parser():
     parser.add_argument("--kinds", metavar="K,K",
                         help="kinds of text, comma-separated, from word (dictionary words), number, "
                              "code (letters and digits), pseudo (pronounceable), random; with "
-                             "--lines from prose, phrase, code, numbers (default: all, mixed)")
+                             "--lines from prose, phrase, code, numbers (default: these four, mixed) and "
+                             "table (rows of short cells, drawn only when named)")
     parser.add_argument("--min-len", type=positive_int,
                         default=1, help="shortest text (default: 1)")
     parser.add_argument("--max-len", type=positive_int,

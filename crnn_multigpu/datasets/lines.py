@@ -30,8 +30,11 @@ from crnn_multigpu.datasets.words import WordList, default_word_list
 LICENCE_DIR = "/usr/share/common-licenses"
 PARTS = ("all", "train", "heldout")
 HELDOUT_EVERY = 10  # one prose unit in ten is held out
-# Share of each kind of line.
+# Share of each kind of line in the default mix.
 LINE_MIX = (("prose", 0.55), ("phrase", 0.15), ("code", 0.15), ("numbers", 0.15))
+# Kinds drawn only when named in ``kinds`` (then with this share among the named), so the
+# default mix, and the figures measured with it, stay as they are.
+EXTRA_KINDS = (("table", 0.15),)
 # Typographic characters of real text and their plain-ASCII spelling.
 # Typesetters also emit ligatures, a minus sign and an asterisk operator for the ASCII look-alikes.
 _ASCII_SPELLING = {u"\u2018": "'", u"\u2019": "'", u"\u201c": '"', u"\u201d": '"',
@@ -140,7 +143,8 @@ class LineSampler(object):
       part: "train", "heldout" or "all" of the prose units.
       words: word list path for phrases and identifiers (default: the system list; without
         one, words are taken from the prose).
-      kinds: which of :data:`LINE_MIX` to draw (default all).
+      kinds: which of :data:`LINE_MIX` and :data:`EXTRA_KINDS` to draw (default: the
+        ``LINE_MIX``).
     """
 
     def __init__(self, charset, min_len=1, max_len=60, texts=None, part="all", words=None,
@@ -150,19 +154,20 @@ class LineSampler(object):
                              "data/charsets/printable_ascii.txt or add a line holding one space")
         if not 1 <= min_len <= max_len:
             raise ValueError("need 1 <= min_len <= max_len, got %d and %d" % (min_len, max_len))
-        unknown = set(kinds or ()) - set(kind for kind, _ in LINE_MIX)
+        known = LINE_MIX + EXTRA_KINDS
+        unknown = set(kinds or ()) - set(kind for kind, _ in known)
         if unknown:
             raise ValueError("unknown line kind(s) %s; choose from %s" % (
-                ", ".join(sorted(unknown)), ", ".join(kind for kind, _ in LINE_MIX)))
+                ", ".join(sorted(unknown)), ", ".join(kind for kind, _ in known)))
         self.charset, self.min_len, self.max_len = charset, min_len, max_len
         self.units = load_prose(charset, texts, part)
         self._prose_words = sorted(set(w for u in self.units for w in re.findall(r"[A-Za-z]{3,}", u)))
         words = words or default_word_list()
         writable = lambda word: word if not charset.unknown_chars(word) else None  # noqa: E731
         self.words = WordList(words, writable, max_len=20) if words else None
-        mix = [(kind, share) for kind, share in LINE_MIX if kind in (kinds or dict(LINE_MIX))]
+        mix = [(kind, share) for kind, share in known if kind in kinds] if kinds else LINE_MIX
         total = sum(share for _, share in mix)
-        self._kinds = [kind for kind, _ in mix]
+        self.kinds = [kind for kind, _ in mix]  # the kinds drawn, in mix order
         self._kind_cumulative = np.cumsum([share / total for _, share in mix])
 
     def label_of(self, drawn):
@@ -170,9 +175,10 @@ class LineSampler(object):
         return None if self.charset.unknown_chars(drawn) else drawn
 
     def sample(self, rng):
-        """``(drawn, label)`` of one line (equal: a line charset is case-sensitive)."""
-        kind = self._kinds[min(int(np.searchsorted(self._kind_cumulative, rng.rand())),
-                               len(self._kinds) - 1)]
+        """``(drawn, label)`` of one line: equal (a line charset is case-sensitive), but for the
+        wider gaps a table row draws between its cells, which its label spells as one space."""
+        kind = self.kinds[min(int(np.searchsorted(self._kind_cumulative, rng.rand())),
+                               len(self.kinds) - 1)]
         # Documents are mostly long lines; short ones are headings, labels, table cells.
         if rng.rand() < 0.6:
             length = rng.randint(max(self.min_len, min(25, self.max_len)), self.max_len + 1)
@@ -180,9 +186,12 @@ class LineSampler(object):
             length = rng.randint(self.min_len, min(25, self.max_len) + 1)
         make = getattr(self, "_" + kind)
         for _ in range(10):
-            line = _fit(_tidy(make(rng, length)), self.max_len)
+            drawn = make(rng, length)
+            line = _fit(_tidy(drawn), self.max_len)
             if len(line) >= self.min_len and self.label_of(line) is not None:
-                return line, line
+                # Only a table row is drawn with its own gaps (columns); other lines are drawn
+                # as labelled, one space between words.
+                return (drawn if kind == "table" and _tidy(drawn) == line else line), line
         line = self._word(rng)[:self.max_len]  # fallback: one word always fits
         line = (line * self.min_len)[:max(self.min_len, len(line))][:self.max_len]
         return line, self.label_of(line)
@@ -243,6 +252,31 @@ class LineSampler(object):
         while len(" ".join(parts)) < length:
             parts.append(self._number(rng) if rng.rand() < 0.6 else self._word(rng))
         return " ".join(parts)
+
+    def _table(self, rng, length):
+        """A row of a table: a label, then short cells of one type (y/n marks, single letters,
+        numbers, dashes for empty cells, short words) with column gaps of 2-6 spaces."""
+        label = " ".join(self._word(rng) for _ in range(rng.randint(1, 3)))
+        label = label.capitalize() if rng.rand() < 0.4 else \
+            label.upper() if rng.rand() < 0.15 else label
+        kind = rng.randint(4)
+        cells = []
+        for _ in range(rng.randint(2, 9)):
+            if rng.rand() < 0.2:
+                cell = "-"
+            elif kind == 0:
+                cell = "yn"[rng.randint(2)] if rng.rand() < 0.7 else "xhdcYNX"[rng.randint(7)]
+            elif kind == 1:
+                cell = self._number(rng) if rng.rand() < 0.3 else str(rng.randint(0, 10 ** rng.randint(1, 5)))
+            elif kind == 2:
+                cell = min((self._word(rng) for _ in range(3)), key=len)  # short words
+            else:
+                cell = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[rng.randint(52)]
+            cells.append(cell)
+        row = label
+        for cell in cells:  # columns of different widths: a gap of its own before each cell
+            row += " " * rng.randint(2, 7) + cell
+        return row
 
     # ----- tokens -----
 
