@@ -8,7 +8,8 @@
    (the dots of a line of "i"s, an underscore) joins it; a thin isolated one is a rule
    (dropped) when its ink is one solid stroke, else a line of dots or dashes (kept, boxed
    at the typical line height); a band much taller than the typical line is split at its emptiest row
-   when it has one (two lines whose descenders and ascenders touch);
+   when it has one and both parts are line-sized (two lines whose descenders and ascenders
+   touch, not a big heading and its descenders);
 3. columns: within a band, ink columns separated by more than 1.5 band heights are
    separate pieces (a page number at the far right, table cells); each piece is boxed
    tightly around its ink.
@@ -19,7 +20,8 @@ ones longer than ten (no glyph is that wide). They are ink on the page but not t
 table's vertical rules join its rows into one band and are read as ``|``.
 :func:`line_crops` is the whole path from a page to the images of its lines; it frames every
 piece as a full line of the page around its baseline (:func:`line_frame`), as the recogniser's
-training lines are framed, whether or not the piece has ascenders and descenders.
+training lines are framed, whether or not the piece has ascenders and descenders; a lone table
+cell whose own ink cannot tell its baseline takes its row's (:func:`line_frames`).
 
 What it cannot do, by design: multi-column pages are read across the columns (each row
 band is one line of text, its pieces joined left to right); skewed or rotated pages
@@ -43,6 +45,7 @@ of its row band on the page (pieces of one row form one line of text)."""
 THIN_BAND = 0.45        # bands thinner than this are dots, underscores, dashes or rules
 JOIN_GAP = 0.25         # ... and join a neighbour at most this far away (i-dots: 1-2 px)
 TALL_BAND = 1.7         # bands taller than this may be two touching lines
+SPLIT_PART = 0.6        # ... each at least this tall
 COLUMN_GAP = 1.5        # in band heights: wider gaps separate pieces of a row
 # In glyph heights (the tallest glyphs' height, about one line; see glyph_height):
 RULE_HEIGHT = 2.0       # vertical strokes at least this long are table rules, not glyphs
@@ -175,8 +178,8 @@ def line_crops(image):
     boxes = _lines_of_ink(ink)
     if not boxes:
         return [], []
-    height = full_line_height(boxes)
-    return boxes, [crop_line(page, box, frame=line_frame(ink, box, height)) for box in boxes]
+    frames = line_frames(ink, boxes)
+    return boxes, [crop_line(page, box, frame=frame) for box, frame in zip(boxes, frames)]
 
 
 def full_line_height(boxes):
@@ -186,16 +189,41 @@ def full_line_height(boxes):
     return float(np.percentile([box.bottom - box.top for box in boxes], 75))
 
 
-def line_frame(ink, box, height):
-    """``(top, bottom)`` of a full line of ``height`` around the piece ``box`` of the page's
-    ``ink``, as every training line is framed: from the top of the font's tallest glyphs to
-    below its descenders, whatever the text. Cropped at its own ink, a line without
-    descenders ("Total time = 14 s") fills the image's height and is read about a third too
-    large (its last "s" read as "g"). The baseline is :func:`baseline_row`'s. Pieces as tall
-    as a line or taller keep their own box."""
+def line_frames(ink, boxes):
+    """``(top, bottom)`` of every piece ``boxes`` of the page's ``ink``: :func:`line_frame` with
+    the page's full line height and the piece's baseline.
+
+    A piece's baseline is :func:`baseline_row` of its own ink, except when that lies about a
+    descender's depth below the baseline of its row's main piece (the one with the most ink):
+    a lone table cell "y" in Courier has a foot as wide as its top, so its own ink puts the
+    baseline at the foot, and framed there it reads as "Y". Such a piece takes its row's.
+    """
+    height = full_line_height(boxes)
+    own, main = [], {}
+    for box in boxes:
+        piece = ink[box.top:box.bottom, box.left:box.right]
+        own.append(box.top + baseline_row(piece))
+        mass = int(piece.sum())
+        if box.bottom - box.top < height and mass > main.get(box.row, (-1, None))[0]:
+            main[box.row] = (mass, own[-1])
+    frames = []
+    for box, baseline in zip(boxes, own):
+        row_baseline = main.get(box.row, (0, baseline))[1]
+        if 0.5 * DESCENDER * height < baseline - row_baseline <= 1.5 * DESCENDER * height:
+            baseline = row_baseline
+        frames.append(line_frame(box, height, baseline))
+    return frames
+
+
+def line_frame(box, height, baseline):
+    """``(top, bottom)`` of a full line of ``height`` around the piece ``box`` whose baseline is
+    the page row ``baseline``, as every training line is framed: from the top of the font's
+    tallest glyphs to below its descenders, whatever the text. Cropped at its own ink, a line
+    without descenders ("Total time = 14 s") fills the image's height and is read about a
+    third too large (its last "s" read as "g"). Pieces as tall as a line or taller keep their
+    own box."""
     if box.bottom - box.top >= height:
         return box.top, box.bottom
-    baseline = box.top + baseline_row(ink[box.top:box.bottom, box.left:box.right])
     bottom = max(box.bottom, baseline + DESCENDER * height)
     return min(box.top, bottom - height), bottom
 
@@ -228,10 +256,12 @@ def _join_thin_bands(bands, typical, ink):
 
 
 def _split_tall_band(profile, top, bottom, typical):
-    """Split a band taller than TALL_BAND lines at its emptiest row, if that row is nearly empty."""
+    """Split a band taller than TALL_BAND lines at its emptiest row, if that row is nearly empty
+    and both parts are at least SPLIT_PART lines tall (a big heading's descenders are not a
+    line of their own)."""
     if bottom - top <= TALL_BAND * typical:
         return [(top, bottom)]
-    margin = int(0.3 * typical)
+    margin = int(SPLIT_PART * typical)
     inner = profile[top + margin:bottom - margin]
     if inner.size == 0:
         return [(top, bottom)]
