@@ -295,9 +295,9 @@ def test_a_lone_table_cell_takes_its_rows_baseline():
 
 def test_a_real_table_of_single_letter_cells_reads_as_its_text_layer(tmp_path, capsys):
     # Page 18 of the SIMH user's guide (see tests/data/README.md): a feature table in Courier
-    # whose cells are single "y", "n", "h", "d" and "-". Framed on their own ink, the "y" cells
-    # were read as "Y": 18 of 49 rows right, 5.9 % CER; framed on their row's baseline, 43 and
-    # 0.84 % today.
+    # whose cells are single "y", "n", "h", "d" and "-", under a bold heading with descenders.
+    # Framed on their own ink, the "y" cells were read as "Y", and the heading's descenders
+    # made a row of their own: 18 of 49 rows right, 5.9 % CER. Today 44 rows and 0.50 %.
     truth = pdf_text_rows(TABLE_PAGE)
     read = read_pdf_page(TABLE_PAGE, tmp_path, capsys)
     assert len(read) == len(truth), list(zip(read, truth))
