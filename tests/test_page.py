@@ -238,8 +238,9 @@ def test_a_real_pdf_page_reads_as_its_text_layer(tmp_path, capsys):
     truth = pdf_text_rows(REAL_PAGE)
     read = read_pdf_page(REAL_PAGE, tmp_path, capsys)
     assert abs(len(read) - len(truth)) <= 2, list(zip(read, truth))
-    # Today 0.08 % (33 of 35 rows exactly right). The 13,000-step line model read 1.4 % (23 rows)
-    # before lines were framed like training lines (page.line_frame), 0.17 % (32) after.
+    # Today 0.04 % (34 of 35 rows exactly right; 0.08 % and 33 with the 16,500-step model). The
+    # 13,000-step line model read 1.4 % (23 rows) before lines were framed like training lines
+    # (page.line_frame), 0.17 % (32) after.
     assert character_error_rate(read, truth) <= 0.01, list(zip(read, truth))
     assert sum(r == t for r, t in zip(read, truth)) >= 28, list(zip(read, truth))
 
@@ -297,7 +298,8 @@ def test_a_real_table_of_single_letter_cells_reads_as_its_text_layer(tmp_path, c
     # Page 18 of the SIMH user's guide (see tests/data/README.md): a feature table in Courier
     # whose cells are single "y", "n", "h", "d" and "-", under a bold heading with descenders.
     # Framed on their own ink, the "y" cells were read as "Y", and the heading's descenders
-    # made a row of their own: 18 of 49 rows right, 5.9 % CER. Today 44 rows and 0.50 %.
+    # made a row of their own: 18 of 49 rows right, 5.9 % CER (16,500-step model). Today 44 rows
+    # and 0.44 %.
     truth = pdf_text_rows(TABLE_PAGE)
     read = read_pdf_page(TABLE_PAGE, tmp_path, capsys)
     assert len(read) == len(truth), list(zip(read, truth))
