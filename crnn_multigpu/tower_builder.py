@@ -68,6 +68,7 @@ class TowerBuilder(object):
 
     @property
     def name(self):
+        """The model class's name, for error messages."""
         return getattr(self.model_cls, "__name__", str(self.model_cls))
 
     def build(self):

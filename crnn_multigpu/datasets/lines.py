@@ -178,7 +178,7 @@ class LineSampler(object):
         """``(drawn, label)`` of one line: equal (a line charset is case-sensitive), but for the
         wider gaps a table row draws between its cells, which its label spells as one space."""
         kind = self.kinds[min(int(np.searchsorted(self._kind_cumulative, rng.rand())),
-                               len(self.kinds) - 1)]
+                              len(self.kinds) - 1)]
         # Documents are mostly long lines; short ones are headings, labels, table cells.
         if rng.rand() < 0.6:
             length = rng.randint(max(self.min_len, min(25, self.max_len)), self.max_len + 1)
@@ -267,7 +267,8 @@ class LineSampler(object):
             elif kind == 0:
                 cell = "yn"[rng.randint(2)] if rng.rand() < 0.7 else "xhdcYNX"[rng.randint(7)]
             elif kind == 1:
-                cell = self._number(rng) if rng.rand() < 0.3 else str(rng.randint(0, 10 ** rng.randint(1, 5)))
+                cell = self._number(rng) if rng.rand() < 0.3 else \
+                    str(rng.randint(0, 10 ** rng.randint(1, 5)))
             elif kind == 2:
                 cell = min((self._word(rng) for _ in range(3)), key=len)  # short words
             else:
