@@ -187,11 +187,12 @@ class LineSampler(object):
         make = getattr(self, "_" + kind)
         for _ in range(10):
             drawn = make(rng, length)
-            line = _fit(_tidy(drawn), self.max_len)
+            tidy = _tidy(drawn)
+            line = _fit(tidy, self.max_len)
             if len(line) >= self.min_len and self.label_of(line) is not None:
-                # Only a table row is drawn with its own gaps (columns); other lines are drawn
-                # as labelled, one space between words.
-                return (drawn if kind == "table" and _tidy(drawn) == line else line), line
+                # Only a table row is drawn with its own gaps (columns), unless it was cut to
+                # fit; other lines are drawn as labelled, one space between words.
+                return (drawn if kind == "table" and tidy == line else line), line
         line = self._word(rng)[:self.max_len]  # fallback: one word always fits
         line = (line * self.min_len)[:max(self.min_len, len(line))][:self.max_len]
         return line, self.label_of(line)
