@@ -14,7 +14,8 @@ LINE_RUN ?= runs/lines
 VENV2 := .venv
 VENV1 := .venv-tf1
 
-.PHONY: all venv venv-tf1 test test-tf2 test-tf1 train train-lines benchmark clean system-packages test-packages
+.PHONY: all venv venv-tf1 test test-tf2 test-tf1 train train-lines benchmark compare clean system-packages \
+	test-packages
 
 all: test
 
@@ -62,6 +63,11 @@ train: $(VENV2)/.installed system-packages
 # Whole printed lines: printable ASCII, variable widths with width buckets, held-out families.
 train-lines: $(VENV2)/.installed system-packages
 	TF_ENABLE_ONEDNN_OPTS=$${TF_ENABLE_ONEDNN_OPTS:-1} $(VENV2)/bin/python -m crnn_multigpu.cli.main_job --lines --out $(LINE_RUN) --towers $(TOWERS) --steps $(LINE_STEPS)
+
+# Side by side with Tesseract 5 on the reserved type families and PDFs (about 25 minutes).
+compare: $(VENV2)/.installed
+	scripts/install_system_packages.sh --compare
+	$(VENV2)/bin/python scripts/compare_tesseract.py
 
 benchmark: $(VENV2)/.installed
 	$(VENV2)/bin/python scripts/benchmark.py --quick

@@ -280,6 +280,36 @@ def require_checkpoint(run_dir, prefix=None):
     return path
 
 
+class WarmStart(object):
+    """Model weights taken from another run's (or a shipped model's) checkpoint, while the
+    optimizer state and the global step start afresh: fine-tuning, or training on from a
+    variables-only export.
+
+    Built with the graph (it checks names and shapes and makes its Saver then); ``restore``
+    loads the weights into a session after the variables were initialised.
+    """
+
+    def __init__(self, prefix, variables):
+        shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+        for variable in variables:
+            name = variable.op.name
+            if name not in shapes:
+                raise ValueError("--init-from %s has no variable %s: it was made by another kind "
+                                 "of model; start from a checkpoint of this model class"
+                                 % (prefix, name))
+            if list(shapes[name]) != variable.shape.as_list():
+                raise ValueError("--init-from %s holds %s with shape %s, this model's is %s: pass "
+                                 "the --model (and --charset) it was trained with"
+                                 % (prefix, name, list(shapes[name]), variable.shape.as_list()))
+        self.prefix = prefix
+        self.saver = tf.train.Saver(var_list=dict((v.op.name, v) for v in variables))
+
+    def restore(self, session):
+        """Load the weights into ``session``; returns the checkpoint's path."""
+        self.saver.restore(session, self.prefix)
+        return self.prefix
+
+
 def move_aside(prefix, reason):
     """Rename the files of a damaged checkpoint to ``*.damaged``, so no save replaces them."""
     for path in checkpoint_files(prefix):

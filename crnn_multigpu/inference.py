@@ -38,12 +38,13 @@ def tower_outputs(session, towers, batch, fetch):
 
 
 def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_examples=0,
-                     progress=None):
+                     progress=None, fold=None):
     """``(figures, examples)`` of reading the first ``limit`` (None: all) samples of
     ``dataset`` (``len`` and ``safe_get`` or indexing) with ``recognize(arrays) -> texts``,
     ``batch_size`` images at a time: :func:`~crnn_multigpu.metrics.text_metrics` plus the
     count of unreadable images, and up to ``keep_examples`` (image, read, truth) triples.
-    ``progress(done, total)`` is called after every batch."""
+    ``progress(done, total)`` is called after every batch. ``fold`` (e.g.
+    :func:`~crnn_multigpu.metrics.scoring_fold`) maps readings and labels before scoring."""
     total = len(dataset) if limit is None else min(limit, len(dataset))
     predictions, truths, examples, unreadable = [], [], [], 0
     arrays, texts = [], []
@@ -70,6 +71,8 @@ def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_example
             flush()
     if arrays:
         flush()
+    if fold is not None:
+        predictions, truths = [fold(text) for text in predictions], [fold(text) for text in truths]
     figures = text_metrics(predictions, truths)
     figures["unreadable"] = unreadable
     return figures, examples
@@ -178,11 +181,28 @@ class Recognizer(object):
         texts, log_probs = self.recognize_arrays(arrays, batch_size)
         return texts, log_probs, arrays
 
-    def evaluate(self, dataset, batch_size=64, keep_examples=24, progress=None):
+    def evaluate(self, dataset, batch_size=64, keep_examples=24, progress=None, fold=None):
         """Figures over a dataset and up to ``keep_examples`` (image, read, truth) examples:
         :func:`evaluate_dataset` with this model."""
         return evaluate_dataset(dataset, lambda arrays: self.recognize_arrays(arrays, batch_size)[0],
-                                batch_size, keep_examples=keep_examples, progress=progress)
+                                batch_size, keep_examples=keep_examples, progress=progress,
+                                fold=fold)
 
     def close(self):
         self.session.close()
+
+
+def read_page_lines(recognizer, image):
+    """``(boxes, texts)`` of a page image (PIL, any mode): its lines found and framed by
+    :func:`crnn_multigpu.page.line_crops`, then read by ``recognizer``, one text per box."""
+    from crnn_multigpu.page import line_crops
+    boxes, crops = line_crops(image.convert("L"))
+    arrays = [load_image(crop, recognizer.model.height) for crop in crops]
+    # Lines of similar width share a batch: less padding, same results.
+    order = sorted(range(len(arrays)), key=lambda i: arrays[i].shape[1])
+    texts = [""] * len(arrays)
+    if arrays:
+        read = recognizer.recognize_arrays([arrays[i] for i in order])[0]
+        for index, text in zip(order, read):
+            texts[index] = text
+    return boxes, texts

@@ -12,6 +12,21 @@ except ImportError:  # pure-Python fallback keeps evaluation working without the
         return previous[-1]
 
 
+def scoring_fold(fold_case=False, alnum=False):
+    """A function that maps a text to the form it is scored in: lower-cased with
+    ``fold_case``, only letters and digits kept with ``alnum``; identity with neither.
+
+    It lets a model of one alphabet be scored on labels of a smaller one (a case-sensitive
+    printable-ASCII model on a 36-class word set, or another engine's output)."""
+    def fold(text):
+        if fold_case:
+            text = text.lower()
+        if alnum:
+            text = "".join(char for char in text if char.isalnum())
+        return text
+    return fold
+
+
 def edit_distance(prediction, truth):
     """Levenshtein distance between two strings."""
     return int(_edit_distance(prediction, truth))

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from crnn_multigpu.checkpoints import CheckpointSaver, NonFiniteStateError
+from crnn_multigpu.checkpoints import CheckpointSaver, NonFiniteStateError, WarmStart
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets.batching import prefetch
 from crnn_multigpu.datasets.pipeline import InputPipeline
@@ -108,11 +108,13 @@ class Trainer(object):
       is_chief: only the chief writes checkpoints and summaries.
       feed: a constant ``{tensor: value}`` added to every training step (e.g. each CRNN
         tower's ``training: True`` in feed-free mode).
+      init_from: a checkpoint prefix whose model weights a run without checkpoints starts
+        from (``checkpoints.WarmStart``); a run that resumes takes its own checkpoint instead.
     """
 
     def __init__(self, wrapper, batch_for_step, run_dir, checkpoint_every=500, log_every=50,
                  validate_every=0, validate=None, on_nonfinite="stop", is_chief=True,
-                 summary_every=100, stream=None, feed=None):
+                 summary_every=100, stream=None, feed=None, init_from=None):
         if on_nonfinite not in ("stop", "skip"):
             raise ValueError("on_nonfinite must be 'stop' or 'skip', got %r" % (on_nonfinite,))
         self.wrapper = wrapper
@@ -144,6 +146,7 @@ class Trainer(object):
         # restores into any other and into single-device inference.
         self.saver = CheckpointSaver(run_dir, var_list=wrapper.savable_variables) \
             if is_chief else None
+        self.warm_start = WarmStart(init_from, wrapper.model_variables) if init_from else None
         self.writer = None
         self.skipped_steps = []
         # A skipped batch still advances the global step, which keys the data order.
@@ -162,6 +165,9 @@ class Trainer(object):
         wrapper's post-init op (replicas take the plain copy's values)."""
         session.run(tf.global_variables_initializer())
         path = self.saver.restore_latest(session) if (resume and self.saver) else None
+        if path is None and self.warm_start is not None:
+            self._print("weights from %s, optimizer and step afresh"
+                        % self.warm_start.restore(session))
         session.run(self.wrapper.post_init_op)
         step = int(session.run(self.wrapper.global_step))
         if path:

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Debian/Ubuntu packages the OCR tools use: typefaces to train on (about 60 families, none of
-# the families reserved for independent evaluation), a word list, and poppler for the
-# real-document check. Root installs them with apt-get; anyone else is told what to install.
-# Usage: scripts/install_system_packages.sh [--minimal]   (--minimal: what the tests need)
+# the families reserved for independent evaluation, plus 149 families from npm's @fontsource
+# packages, scripts/install_fontsource.sh), a word list, and poppler for the real-document
+# check. Root installs them with apt-get; anyone else is told what to install.
+# Usage: scripts/install_system_packages.sh [--minimal | --compare]
+#   --minimal: what the tests need
+#   --compare: the side-by-side check with Tesseract (scripts/compare_tesseract.py): Tesseract 5
+#              and its English model, the reserved type families and the reserved PDFs
+#              (never trained on: crnn-generate leaves reserved families out)
 set -euo pipefail
 MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils"
 FONTS="fonts-roboto fonts-roboto-slab fonts-open-sans fonts-lato fonts-crosextra-carlito
@@ -15,12 +20,19 @@ fonts-league-spartan fonts-bebas-neue fonts-yanone-kaffeesatz fonts-averia-gwf f
 fonts-oxygen fonts-sora fonts-play fonts-mononoki fonts-noto-mono fonts-noto-core
 fonts-adf-accanthis fonts-adf-baskervald fonts-adf-berenis fonts-adf-gillius fonts-adf-libris
 fonts-adf-romande fonts-adf-switzera fonts-adf-universalis fonts-adf-verana fonts-junction
-fonts-prociono fonts-cardo fonts-tuffy fonts-clear-sans fonts-arkpandora"
-packages="$MINIMAL"
-[ "${1:-}" = "--minimal" ] || packages="$MINIMAL $FONTS"
+fonts-prociono fonts-cardo fonts-tuffy fonts-clear-sans fonts-arkpandora fonts-lmodern fonts-cmu"
+COMPARE="tesseract-ocr tesseract-ocr-eng fonts-liberation fonts-freefont-ttf fonts-urw-base35
+fonts-texgyre libtasn1-doc shared-mime-info python-reportlab-doc"
+case "${1:-}" in
+  --minimal) packages="$MINIMAL" ;;
+  --compare) packages="$MINIMAL $COMPARE" ;;
+  *) packages="$MINIMAL $FONTS" ;;
+esac
 missing=$(for p in $packages; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
+fontsource() { [ -n "${1:-}" ] || "$(dirname "$0")/install_fontsource.sh"; }
 if [ -z "$missing" ]; then
   echo "system packages: all $(echo $packages | wc -w) present"
+  fontsource "${1:-}"
   exit 0
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -33,3 +45,4 @@ else
   echo "  sudo apt-get install $missing" >&2
   echo "(or point CRNN_FONT_DIRS at folders of .ttf/.otf fonts; crnn-generate --list-fonts shows what is found)" >&2
 fi
+fontsource "${1:-}"

@@ -13,7 +13,7 @@ total: rows, rows found, rows found exactly, words inside a box; with ``--checkp
 model's run folder) also CER and exact-row accuracy of the text read on the rows found
 exactly, against poppler's words joined by single spaces, typographic characters spelt in
 ASCII (curly quotes, dashes, ligatures); rows holding other characters the model's charset
-lacks (bullets, arrows) are counted and left out. The two PDFs the project reserves are refused. Needs poppler-utils.
+lacks (bullets, arrows) are counted and left out. The PDFs the project reserves are refused. Needs poppler-utils.
 """
 import argparse
 import html

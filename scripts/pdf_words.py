@@ -20,8 +20,8 @@ plus ``sources.tsv`` (image, PDF, page, box in points) for tracing a sample back
 an error naming the Debian package to install. The fonts of the listed PDFs
 (their ``pdffonts`` summaries are comments in the list) may overlap with
 training fonts only by chance; some are project-reserved families (Computer
-Modern), which is fine for test material. The two PDFs the project reserves for
-its independent checks (``RESERVED_PDFS``) are refused. Needs poppler-utils.
+Modern), which is fine for test material. The PDFs the project reserves for
+its independent checks (``RESERVED_PDFS``; scripts/compare_tesseract.py reads them) are refused. Needs poppler-utils.
 """
 import argparse
 import html
@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crnn_multigpu.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets import write_labels  # noqa: E402
 
-RESERVED_PDFS = ("libtasn1.pdf", "shared-mime-info-spec.pdf")
+RESERVED_PDFS = ("libtasn1.pdf", "shared-mime-info-spec.pdf", "reportlab-userguide.pdf")
 WORD_RE = re.compile(r"[0-9A-Za-z]{1,20}")
 TOKEN_RE = re.compile(r'<page width="([\d.]+)" height="([\d.]+)">|'
                       r'<word xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" yMax="([-\d.]+)">'

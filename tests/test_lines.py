@@ -1,5 +1,6 @@
 """Synthetic printed lines: what they say (LineSampler), how they look (lines=True), the CLI."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -91,6 +92,26 @@ def test_table_rows_are_drawn_with_column_gaps_and_labelled_with_single_spaces()
     assert "table" not in LineSampler(ASCII).kinds
     mixed = LineSampler(ASCII, kinds=["prose", "table"])
     assert mixed.kinds == ["prose", "table"]
+
+
+def test_confusable_lines_pack_look_alike_glyphs():
+    confusable = LineSampler(ASCII, kinds=["confusable"])
+    rng = np.random.RandomState(4)
+    lines = [confusable.sample(rng)[1] for _ in range(300)]
+    assert all(len(line) <= 60 for line in lines)
+    text = " ".join(lines)
+    tokens = text.split()
+    # Identifiers ending in look-alikes (pdp10, lib1l), capitals with underscores, hex dumps
+    # and hexadecimal numbers, option lists.
+    assert sum(re.fullmatch(r"[a-z_]{3,}[01lIO]{1,3}", t) is not None for t in tokens) > 20
+    assert sum(re.fullmatch(r"[A-Z]+(_[A-Z0-9]+)+", t) is not None for t in tokens) > 20
+    assert sum(re.fullmatch(r"[0-9a-fA-F]{8}:", t) is not None for t in tokens) > 10
+    assert sum(re.fullmatch(r"0x[0-9a-fA-F]{2,}", t) is not None for t in tokens) > 10
+    assert sum(t.startswith("--") for t in tokens) > 10
+    for glyph in "1lI|0Oo":
+        assert text.count(glyph) > 30, glyph
+    # Like tables, drawn only when named: the default mix is unchanged.
+    assert "confusable" not in LineSampler(ASCII).kinds
 
 
 def test_lines_need_a_space_and_known_kinds(tmp_path):

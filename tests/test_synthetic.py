@@ -32,15 +32,13 @@ def fonts():
     ("/fonts/URWBookman-Light.otf", "URW Bookman"), ("/fonts/C059-Roman.otf", "C059"),
     ("/fonts/P052-Roman.otf", "P052"), ("/fonts/Z003-MediumItalic.otf", "Z003"),
     ("/fonts/texgyretermes-regular.otf", "TeX Gyre Termes"),
-    ("/fonts/lmroman10-regular.otf", "Latin Modern Roman"),
-    ("/site-packages/matplotlib/mpl-data/fonts/ttf/cmr10.ttf", "cmr10"),
-    ("/fonts/cmunrm.ttf", "CMU Serif"), ("/fonts/sfrm1000.otf", "CM-Super"),
-    # Type 1 (.pfb): ghostscript's URW fonts, AMS Computer Modern, CM-Super, Latin Modern
+    # Liberation's own designs as Google Fonts / @fontsource ship them
+    ("/usr/local/share/fonts/fontsource/arimo/arimo-latin-400-normal.woff", "Arimo"),
+    ("/fonts/Tinos-Bold.ttf", "Tinos"), ("/fonts/Cousine-Regular.ttf", "Cousine"),
+    # Type 1 (.pfb): ghostscript's URW fonts, named by family or only by file
     ("/usr/share/fonts/type1/gsfonts/c059013l.pfb", "Century Schoolbook L"),
     ("/usr/share/fonts/type1/gsfonts/n019003l.pfb", "Nimbus Sans L"),
-    ("/usr/share/fonts/type1/texlive-fonts-reserved/cmr10.pfb", "CMR10"),
-    ("/usr/share/texmf/fonts/type1/public/cm-super/sfrm1000.pfb", "Computer Modern"),
-    ("/usr/share/texmf/fonts/type1/public/lm/lmr10.pfb", "LMRoman10"),
+    ("/fonts/p052003l.pfb", "p052003l"),
 ])
 def test_reserved_families_are_recognised(path, family):
     assert is_reserved(path, family)
@@ -53,6 +51,16 @@ def test_reserved_families_are_recognised(path, family):
     ("/usr/share/fonts/truetype/lato/Lato-Medium.ttf", "Lato"),
     ("/usr/share/fonts/opentype/cabin/Cabin-Bold.otf", "Cabin"),
     ("/usr/share/fonts/X11/Type1/c0419bt_.pfb", "Courier 10 Pitch"),
+    # Computer Modern, Latin Modern and CM-Super are trained on (no longer reserved)
+    ("/fonts/lmroman10-regular.otf", "Latin Modern Roman"), ("/fonts/lmmi10.pfb", "LMMathItalic10"),
+    ("/site-packages/matplotlib/mpl-data/fonts/ttf/cmr10.ttf", "cmr10"),
+    ("/fonts/cmunrm.ttf", "CMU Serif"), ("/fonts/cminch.pfb", "CMINCH"),
+    ("/usr/share/texmf/fonts/type1/public/cm-super/sfrm1000.pfb", "Computer Modern"),
+    # the folders above a font do not decide: a home folder named after a reserved family
+    ("/home/durward/.fonts/DejaVuSans.ttf", "DejaVu Sans"),
+    ("/home/liberation/fonts/Roboto-Regular.ttf", "Roboto"),
+    ("/srv/urw/texgyre/Lato-Regular.ttf", "Lato"),
+    ("/usr/local/share/fonts/fontsource/abel/abel-latin-400-normal.woff", "Abel"),
 ])
 def test_ordinary_families_are_not_reserved(path, family):
     assert not is_reserved(path, family)
@@ -65,6 +73,14 @@ def test_find_fonts_leaves_reserved_files_out_unless_asked(fonts, tmp_path):
     assert found == ["Ordinary-Regular.ttf"]
     everything = find_fonts([str(tmp_path)], chars=CHARSET.chars, include_reserved=True)
     assert len(everything) == 2
+
+
+def test_web_fonts_are_found(fonts, tmp_path):
+    # npm's @fontsource families come as .woff; FreeType tells the format by its content.
+    shutil.copy(fonts[0], str(tmp_path / "abel-latin-400-normal.woff"))
+    shutil.copy(fonts[0], str(tmp_path / "notes.txt"))
+    found = [os.path.basename(f) for f in find_fonts([str(tmp_path)], chars=CHARSET.chars)]
+    assert found == ["abel-latin-400-normal.woff"]
 
 
 def test_superfamily_groups_sister_families():

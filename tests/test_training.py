@@ -188,3 +188,72 @@ def test_close_session_gives_up_on_a_close_that_never_returns():
     quick = _StuckSession()
     quick.release.set()
     assert close_session(quick) is True and quick.closed.is_set()
+
+
+def test_init_from_takes_weights_and_starts_the_optimizer_afresh(datasets, tmp_path, capsys):
+    folder, _ = datasets
+    source, tuned = str(tmp_path / "source"), str(tmp_path / "tuned")
+    common = ["--train", folder, "--towers", "1"] + TINY
+    assert run_train(common + ["--out", source, "--steps", "6", "--lr", "3e-3"]) == 0
+    # A learning rate too small to move the weights: what the run saves is what it started from.
+    assert run_train(common + ["--out", tuned, "--steps", "1", "--lr", "1e-12",
+                               "--init-from", source]) == 0
+    assert "weights from %s" % latest_checkpoint(source) in capsys.readouterr().err
+    a, b = variables_of(source), variables_of(tuned)
+    assert a["global_step"] == 6 and b["global_step"] == 1
+    # (Batch-norm moving statistics move with the one step's batch whatever the rate.)
+    weights = [name for name in a if name.startswith("crnn/") and "Adam" not in name
+               and "moving" not in name]
+    assert len(weights) > 10
+    for name in weights:
+        np.testing.assert_allclose(b[name], a[name], atol=1e-6, err_msg=name)
+    # Adam's beta1 power is 0.9 ** (steps + 1): the tuned run's optimizer took one step.
+    assert a["beta1_power"] == pytest.approx(0.9 ** 7) and b["beta1_power"] == pytest.approx(0.81)
+    assert json.load(open(os.path.join(tuned, "config.json")))["init_from"] == source
+    # Once the run has checkpoints of its own, --resume continues them, not --init-from's.
+    assert run_train(common + ["--out", tuned, "--steps", "2", "--lr", "1e-12", "--resume",
+                               "--init-from", source]) == 0
+    err = capsys.readouterr().err
+    assert "resumed from" in err and "weights from" not in err
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--model", "small"], "holds crnn/conv1/kernel with shape [3, 3, 1, 8], this model's is"),
+    (["--charset", "CHARSET"], "was trained on other characters (36)"),
+])
+def test_init_from_another_model_is_one_line(datasets, tmp_path, capsys, extra, message):
+    folder, _ = datasets
+    source = str(tmp_path / "source")
+    assert run_train(["--train", folder, "--out", source, "--steps", "2"] + TINY) == 0
+    charset = tmp_path / "letters.txt"
+    charset.write_text(u"\n".join("abcdefghijklmnopqrstuvwxyz0123456789!") + u"\n")
+    extra = [str(charset) if item == "CHARSET" else item for item in extra]
+    capsys.readouterr()
+    argv = ["--train", folder, "--out", str(tmp_path / "tuned"), "--steps", "2", "--init-from",
+            source] + TINY + extra
+    assert run_train(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
+
+
+def test_evaluate_can_score_folded_labels(datasets, tmp_path, capsys):
+    folder, _ = datasets  # read by the shipped word model (lower case and digits)
+    shouting = tmp_path / "shouting"
+    os.makedirs(str(shouting))
+    os.symlink(os.path.join(folder, "images"), str(shouting / "images"))
+    with open(os.path.join(folder, "labels.txt")) as labels:
+        rows = [line.rstrip("\n").split("\t") for line in labels if line.strip()]
+    # The same images with labels in capitals and punctuated: what a case-blind model cannot write.
+    (shouting / "labels.txt").write_text(u"".join(u"%s\t%s!\n" % (path, text.upper())
+                                                  for path, text in rows))
+    capsys.readouterr()
+    scores = {}
+    for name, data, flags in (("plain", folder, []), ("shouting", str(shouting), []),
+                              ("folded", str(shouting), ["--fold-case", "--alnum"])):
+        assert evaluate.main(["--data", data] + flags) == 0
+        scores[name] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert scores["plain"]["word_accuracy"] > 0.5
+    assert scores["shouting"]["word_accuracy"] == 0.0
+    for key in ("word_accuracy", "cer", "mean_ned", "n"):
+        assert scores["folded"][key] == pytest.approx(scores["plain"][key]), key
+    assert scores["folded"]["scoring"] == "fold-case+alnum" and scores["plain"]["scoring"] == "exact"

@@ -22,6 +22,12 @@ def build_parser():
                         help="0: greedy; >1: CTC beam search")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--picture", help="write a PNG of sample predictions here")
+    parser.add_argument("--fold-case", action="store_true",
+                        help="score readings and labels lower-cased (a case-sensitive model on "
+                             "case-blind labels such as the 36-class word sets)")
+    parser.add_argument("--alnum", action="store_true",
+                        help="score only letters and digits: spaces and punctuation dropped from "
+                             "readings and labels before comparing")
     add_lexicon_arguments(parser)
     add_towers_argument(parser)
     parser.add_argument("--verbose", action="store_true")
@@ -104,6 +110,7 @@ def main_body(argv=None):
     words = lexicon_words(args)
     from crnn_multigpu.datasets import open_dataset
     from crnn_multigpu.inference import Recognizer
+    from crnn_multigpu.metrics import scoring_fold
     run_dir, checkpoint = resolve_run(args.checkpoint)
     # Labels outside the charset cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
@@ -115,7 +122,9 @@ def main_body(argv=None):
         sys.stderr.write("\revaluated %d/%d" % (done, total))
         sys.stderr.flush()
 
-    figures, examples = recognizer.evaluate(dataset, args.batch_size, progress=progress)
+    fold = scoring_fold(args.fold_case, args.alnum) if args.fold_case or args.alnum else None
+    figures, examples = recognizer.evaluate(dataset, args.batch_size, progress=progress,
+                                            fold=fold)
     sys.stderr.write("\n")
     if not figures["n"]:
         unreadable = getattr(dataset, "unreadable", None) or ["?"]
@@ -127,6 +136,8 @@ def main_body(argv=None):
                         [e[2] for e in examples], args.picture)
         sys.stderr.write("wrote %s\n" % args.picture)
     figures["checkpoint"] = recognizer.checkpoint
+    figures["scoring"] = "+".join(name for name, on in (("fold-case", args.fold_case),
+                                                        ("alnum", args.alnum)) if on) or "exact"
     if recognizer.lexicon is not None:
         figures.update(lexicon=args.lexicon, lexicon_words=len(recognizer.lexicon))
     print(json.dumps(figures, sort_keys=True))

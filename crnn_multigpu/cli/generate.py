@@ -54,7 +54,7 @@ def build_parser():
                         help="share of font families held out by the split (default: %(default)s)")
     parser.add_argument("--include-reserved", action="store_true",
                         help="also use the families reserved for independent evaluation "
-                             "(Liberation, FreeFont, URW base35, TeX Gyre, Computer/Latin Modern)")
+                             "(Liberation, Arimo, Tinos, Cousine, FreeFont, URW base35, TeX Gyre)")
     parser.add_argument("--words", metavar="FILE",
                         help="word list, one word (or word<TAB>count) per line (default: the "
                              "system list, /usr/share/dict)")

@@ -39,22 +39,14 @@ def read_page(recognizer, path, picture=None):
     """The text of the page image at ``path``, one line per text line (see crnn_multigpu.page)."""
     from PIL import Image
 
-    from crnn_multigpu.datasets import load_image
-    from crnn_multigpu.page import draw_lines, line_crops, page_text
+    from crnn_multigpu.inference import read_page_lines
+    from crnn_multigpu.page import draw_lines, page_text
     try:
         with Image.open(path) as opened:
             image = opened.convert("L")
     except (OSError, ValueError) as error:
         raise ValueError("cannot read page %s: %s" % (path, error))
-    boxes, crops = line_crops(image)
-    arrays = [load_image(crop, recognizer.model.height) for crop in crops]
-    # Lines of similar width share a batch: less padding, same results.
-    order = sorted(range(len(arrays)), key=lambda i: arrays[i].shape[1])
-    texts = [""] * len(arrays)
-    if arrays:
-        read = recognizer.recognize_arrays([arrays[i] for i in order])[0]
-        for index, text in zip(order, read):
-            texts[index] = text
+    boxes, texts = read_page_lines(recognizer, image)
     if picture:
         from crnn_multigpu.picture import label_font
         draw_lines(image, boxes, texts, picture, font=label_font(14))

@@ -10,8 +10,9 @@ import sys
 
 from crnn_multigpu.charset import Charset
 from crnn_multigpu.checkpoints import (ensure_writable, latest_checkpoint, load_config,
-                                       save_config)
+                                       require_checkpoint, save_config)
 from crnn_multigpu import strategies
+from crnn_multigpu.cli.evaluate import resolve_run
 from crnn_multigpu.cli.common import (ArgumentParser, float_range, int_multiple_of,
                                       non_negative_float, non_negative_int, positive_float,
                                       positive_int, run_main, setup_logging)
@@ -95,6 +96,10 @@ def build_parser():
                              "loss, noise, JPEG) at this strength in [0, 1]; 0 = off (default). "
                              "Drawn from --seed and the step, so --resume continues exactly")
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    parser.add_argument("--init-from", metavar="RUN",
+                        help="start this run from the weights of another: a run directory, a "
+                             "shipped model (models/lines, models/words) or a checkpoint prefix; "
+                             "the optimizer and the step start afresh (fine-tuning on your data)")
     parser.add_argument("--checkpoint-every", type=non_negative_int, default=500,
                         help="steps between checkpoints (0: only at the end)")
     parser.add_argument("--validate-every", type=non_negative_int, default=500,
@@ -156,7 +161,23 @@ def run_config(args, charset):
                 batch_size=args.batch_size, accumulate=args.accumulate, lr=args.lr,
                 seed=args.seed, steps=args.steps,
                 sync_bn=args.sync_bn, precision=args.precision,
-                augment=args.augment, bucket=args.bucket, train=os.path.abspath(args.train))
+                augment=args.augment, bucket=args.bucket, train=os.path.abspath(args.train),
+                init_from=os.path.abspath(args.init_from) if args.init_from else None)
+
+
+def warm_start_checkpoint(args, config):
+    """The checkpoint prefix ``--init-from`` names, checked to write the same characters."""
+    if not args.init_from:
+        return None
+    run_dir, prefix = resolve_run(args.init_from)
+    prefix = require_checkpoint(run_dir, prefix)
+    if os.path.isfile(os.path.join(run_dir, "config.json")):
+        charset = load_config(run_dir).get("charset")
+        if charset is not None and charset != config["charset"]:
+            raise ValueError("--init-from %s was trained on other characters (%d) than --charset "
+                             "gives (%d); pass its charset (config.json there)"
+                             % (run_dir, len(charset), len(config["charset"])))
+    return prefix
 
 
 def check_run_dir(args, config):
@@ -220,6 +241,7 @@ def main_body(argv=None):
     time_steps = CRNN.time_steps(args.width) if args.width else None
     train_set = open_dataset(args.train, charset=charset, time_steps=time_steps)
     val_set = open_dataset(args.val, charset=charset, time_steps=time_steps) if args.val else None
+    init_from = warm_start_checkpoint(args, config)
     check_run_dir(args, config)
     towers, variable_device, target, n_cpus = resolve_devices(args)
     if args.batch_size < len(towers):
@@ -260,7 +282,8 @@ def main_body(argv=None):
                           validate_every=args.validate_every, validate=validate,
                           on_nonfinite=args.on_nonfinite,
                           feed={m.training: True for m in wrapper.models}
-                          if mode == "dataset" else None)
+                          if mode == "dataset" else None,
+                          init_from=init_from)
     sys.stderr.write("training on %d tower(s): %s (%s); %d training images, batch %d%s, %d steps, "
                      "input %s, augmentation %s%s\n"
                      % (len(towers), ", ".join(towers), wrapper.strategy.describe(),

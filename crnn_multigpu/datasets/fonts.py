@@ -2,10 +2,11 @@
 
 Two kinds of font are left out by default:
 
-* reserved families (Liberation, GNU FreeFont, the URW base35 set, TeX Gyre,
-  Computer Modern / Latin Modern / CM-Super): the project keeps them for its
+* reserved families (Liberation and its designs Arimo, Tinos and Cousine, GNU
+  FreeFont, the URW base35 set, TeX Gyre): the project keeps them for its
   independent evaluation, so nothing trains or validates on them unless asked
-  (``include_reserved=True``, ``--include-reserved``);
+  (``include_reserved=True``, ``--include-reserved``). A font is recognised by
+  its family name or its file's base name, never by the folders above it;
 * faces that are not text faces although they map Latin letters: math,
   symbol and keyboard-cap fonts.
 
@@ -27,16 +28,21 @@ DEFAULT_FONT_DIRS = (
     "~/.local/share/fonts",
 )
 FONT_DIRS_ENV = "CRNN_FONT_DIRS"
-FONT_EXTENSIONS = (".ttf", ".otf", ".pfb")  # .pfb: Type 1 (FreeType reads it)
+# .pfb: Type 1; .woff: the web format of npm's @fontsource packages (FreeType reads both).
+FONT_EXTENSIONS = (".ttf", ".otf", ".pfb", ".woff")
 # U+FFFF is a permanent noncharacter: no font maps it, so it renders .notdef.
 _UNMAPPED_CODEPOINT = u"\uffff"
 _PROBE_SIZE = 24
-# Matched against "family name + file path", lower case.
+# Matched against the family name (lower case).
 RESERVED_FAMILY_PATTERNS = (
-    r"liberation", r"freefont", r"free ?(serif|sans|mono)", r"nimbus", r"urw", r"bookman",
-    r"\bc059", r"\bp052", r"\bz003", r"tex ?gyre", r"latin ?modern", r"lmodern",
-    r"\blm(roman|sans|mono)", r"computer ?modern", r"\bcmu\b", r"cm-?super",
-    r"/cm[a-z]{1,5}\d+\.(ttf|otf|pfb)$")
+    r"liberation", r"\barimo\b", r"\btinos\b", r"\bcousine\b", r"freefont",
+    r"^free ?(serif|sans|mono)", r"nimbus", r"\burw\b", r"bookman", r"century schoolbook l",
+    r"^standard symbols", r"^c059", r"^p052", r"^z003", r"tex ?gyre")
+# Matched against the file's base name (lower case): the same families as their files are
+# named, and ghostscript's URW Type 1 files (c059013l.pfb, n019003l.pfb, ...).
+RESERVED_FILE_PATTERNS = (
+    r"^liberation", r"^arimo", r"^tinos", r"^cousine", r"^free(serif|sans|mono)", r"^nimbus",
+    r"^urw", r"^c059", r"^p052", r"^z003", r"^texgyre", r"^[abcdnpsz]0\d{5}l\.(pfb|afm)$")
 NON_TEXT_PATTERNS = (r"\bmath\b", r"symbol", r"keyboard", r"nushu", r"emoji", r"icon",
                      r"dingbat")
 # Complex shaping (raqm) is not needed for the scripts this package targets,
@@ -143,23 +149,24 @@ def superfamily(family):
     return words[0] if words else family.lower()
 
 
-def _matches(patterns, path, family):
-    text = (family + " " + path).lower()
-    return any(re.search(pattern, text) for pattern in patterns)
+def _matches(patterns, text):
+    return any(re.search(pattern, text.lower()) for pattern in patterns)
 
 
 def is_reserved(path, family=None):
     """True for fonts of the families the project reserves for its independent checks."""
-    return _matches(RESERVED_FAMILY_PATTERNS, path, family or font_family(path))
+    return (_matches(RESERVED_FAMILY_PATTERNS, family or font_family(path)) or
+            _matches(RESERVED_FILE_PATTERNS, os.path.basename(path)))
 
 
 def is_text_face(path, family=None):
     """False for math, symbol and keyboard-cap faces, which map letters but do not set text."""
-    return not _matches(NON_TEXT_PATTERNS, path, family or font_family(path))
+    return not (_matches(NON_TEXT_PATTERNS, family or font_family(path)) or
+                _matches(NON_TEXT_PATTERNS, os.path.basename(path)))
 
 
 def find_fonts(font_dirs=None, chars=None, include_reserved=False):
-    """Sorted .ttf/.otf/.pfb paths of text faces under the font folders, recursively.
+    """Sorted .ttf/.otf/.pfb/.woff paths of text faces under the font folders, recursively.
 
     Folders: ``font_dirs`` if given, else the ``CRNN_FONT_DIRS`` environment
     variable (``os.pathsep``-separated), else the usual system and user font
@@ -177,7 +184,7 @@ def find_fonts(font_dirs=None, chars=None, include_reserved=False):
              (include_reserved or not is_reserved(path, families[path]))]
     if not fonts:
         raise FileNotFoundError(
-            "no .ttf/.otf/.pfb fonts found in %s; install some (Debian/Ubuntu: apt-get install "
+            "no .ttf/.otf/.pfb/.woff fonts found in %s; install some (Debian/Ubuntu: apt-get install "
             "fonts-dejavu-core) or point --font-dir / $%s at a folder of fonts"
             % (", ".join(dirs), FONT_DIRS_ENV))
     if chars:

@@ -34,7 +34,7 @@ HELDOUT_EVERY = 10  # one prose unit in ten is held out
 LINE_MIX = (("prose", 0.55), ("phrase", 0.15), ("code", 0.15), ("numbers", 0.15))
 # Kinds drawn only when named in ``kinds`` (then with this share among the named), so the
 # default mix, and the figures measured with it, stay as they are.
-EXTRA_KINDS = (("table", 0.15),)
+EXTRA_KINDS = (("table", 0.15), ("confusable", 0.15))
 # Typographic characters of real text and their plain-ASCII spelling.
 # Typesetters also emit ligatures, a minus sign and an asterisk operator for the ASCII look-alikes.
 _ASCII_SPELLING = {u"\u2018": "'", u"\u2019": "'", u"\u201c": '"', u"\u201d": '"',
@@ -45,6 +45,8 @@ _ASCII_SPELLING = {u"\u2018": "'", u"\u2019": "'", u"\u201c": '"', u"\u201d": '"
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z\"'(\[0-9])")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")
+# Glyphs that look alike in many faces (1 l I i |, 0 O o).
+_LOOKALIKES = "1lIi|!0Oo"
 _CODE_WORDS = ("self", "args", "value", "name", "path", "data", "size", "count", "index",
                "key", "item", "result", "buffer", "config", "node", "error", "len", "str",
                "int", "None", "True", "False", "return", "const", "char", "void", "NULL")
@@ -280,6 +282,14 @@ class LineSampler(object):
             row += " " * rng.randint(2, 7) + cell
         return row
 
+    def _confusable(self, rng, length):
+        """Text where look-alike glyphs decide: identifiers mixing 1/l/I and 0/O, capitals with
+        underscores, hex dumps and option lists (what readers of manuals misread most)."""
+        parts = []
+        while len(" ".join(parts)) < length:
+            parts.append(self._confusable_piece(rng))
+        return " ".join(parts)
+
     # ----- tokens -----
 
     def _word(self, rng):
@@ -366,6 +376,31 @@ class LineSampler(object):
         return template % dict(name=name, other=other, word=word, number=number,
                                upper=name.upper(), dashed=name.replace("_", "-").lower(),
                                letter="ABCDEFGHIJKLMNOPQRSTUVWXYZ"[rng.randint(26)])
+
+
+    def _confusable_piece(self, rng):
+        kind = rng.randint(6)
+        words = [re.sub(r"[^a-z]", "", self._word(rng).lower()) or "x"
+                 for _ in range(rng.randint(1, 4))]
+        if kind == 0:  # a hex dump row: offset, then bytes
+            case = "%02X" if rng.rand() < 0.5 else "%02x"
+            data = " ".join(case % b for b in rng.randint(0, 256, size=rng.randint(2, 9)))
+            return ("%08X:" if case == "%02X" else "%08x:") % rng.randint(0, 2 ** 20) + " " + data
+        if kind == 1:  # an option list entry
+            letter = _LOOKALIKES[rng.randint(len(_LOOKALIKES))]
+            return ("-%s, --%s" % (letter, "-".join(words)) if rng.rand() < 0.5
+                    else "-%s%s" % (letter, str(rng.randint(0, 4)) if rng.rand() < 0.5 else ""))
+        if kind == 2:  # CAPS_WITH_UNDERSCORES, often numbered
+            name = "_".join(word.upper() for word in words)
+            return name + ("_%d" % rng.randint(0, 100) if rng.rand() < 0.5 else "")
+        if kind == 3:  # snake_case or camelCase ending in digits: pdp10, lib1, MT0, io_11
+            name = "_".join(words) if rng.rand() < 0.5 else \
+                words[0] + "".join(word.capitalize() for word in words[1:])
+            return name + "".join(rng.choice(list("0101lIO"), size=rng.randint(1, 3)))
+        if kind == 4:  # a code of look-alikes: serial numbers, keys, registers
+            return "".join(rng.choice(list(_LOOKALIKES + "8B5S2Z-"), size=rng.randint(3, 9)))
+        return "0x%0*X" % (rng.randint(2, 9), rng.randint(0, 2 ** 32)) if rng.rand() < 0.5 \
+            else "0x%0*x" % (rng.randint(2, 9), rng.randint(0, 2 ** 32))
 
 
 def _fit(line, max_len):
