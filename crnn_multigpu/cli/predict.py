@@ -37,15 +37,10 @@ def build_parser():
 
 def read_page(recognizer, path, picture=None):
     """The text of the page image at ``path``, one line per text line (see crnn_multigpu.page)."""
-    from PIL import Image
-
+    from crnn_multigpu.datasets.images import open_image
     from crnn_multigpu.inference import read_page_lines
     from crnn_multigpu.page import draw_lines, page_text
-    try:
-        with Image.open(path) as opened:
-            image = opened.convert("L")
-    except (OSError, ValueError) as error:
-        raise ValueError("cannot read page %s: %s" % (path, error))
+    image = open_image(path).convert("L")
     boxes, texts = read_page_lines(recognizer, image)
     if picture:
         from crnn_multigpu.picture import label_font

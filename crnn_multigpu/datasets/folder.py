@@ -15,7 +15,7 @@ import sys
 import time
 
 from crnn_multigpu.charset import describe_rejections, filter_labels
-from crnn_multigpu.datasets.images import load_image, scaled_width
+from crnn_multigpu.datasets.images import UNREADABLE, load_image, scaled_width
 
 log = logging.getLogger(__name__)
 LABELS_FILE = "labels.txt"
@@ -179,7 +179,7 @@ class FolderDataset(LabelledImageDataset):
             try:
                 with Image.open(self.image_path(index)) as image:
                     keys.append(scaled_width(image.size[0], image.size[1], self.height))
-            except (OSError, ValueError, SyntaxError):
+            except UNREADABLE:
                 keys.append(len(text) * self.height // 2)
         return keys
 

@@ -25,6 +25,26 @@ _EIGHT_BIT_MODES = ("L", "P", "RGB", "RGBA", "LA", "1", "CMYK", "YCbCr", "RGBX",
 # Below this spread (in [0, 1] units) an image is flat: stretching would only
 # amplify noise or quantisation steps.
 _MIN_CONTRAST = 2.0 / 255.0
+# Pillow refuses images of more than twice Image.MAX_IMAGE_PIXELS (89.5 M by default) as
+# decompression bombs: a 90 KB PNG can declare 20000 x 20000 pixels. Raise it for real
+# large scans with this environment variable.
+MAX_PIXELS_ENV = "CRNN_MAX_IMAGE_PIXELS"
+# Errors Pillow raises for files it cannot read. DecompressionBombError is neither an
+# OSError nor a ValueError; UnidentifiedImageError and truncation are OSErrors, and some
+# plugins raise SyntaxError/ValueError/EOFError on garbage headers.
+UNREADABLE = (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError)
+
+
+def _apply_pixel_limit():
+    value = os.environ.get(MAX_PIXELS_ENV)
+    if value:
+        try:
+            Image.MAX_IMAGE_PIXELS = int(value)
+        except ValueError:
+            raise ValueError("$%s must be a number of pixels, got %r" % (MAX_PIXELS_ENV, value))
+
+
+_apply_pixel_limit()
 
 
 def _describe(source):
@@ -33,8 +53,8 @@ def _describe(source):
     return str(source)
 
 
-def _open(source):
-    """Return a fully decoded PIL image, or raise ValueError naming the source."""
+def open_image(source):
+    """Return a fully decoded PIL image, or raise ValueError naming the source and the reason."""
     try:
         if isinstance(source, Image.Image):
             image = source
@@ -45,9 +65,10 @@ def _open(source):
         # Image.open only parses the header; truncated pixel data surfaces here.
         image.load()
         return image
-    except (OSError, SyntaxError, ValueError, EOFError) as error:
-        # UnidentifiedImageError and "image file is truncated" are OSErrors;
-        # some plugins raise SyntaxError/ValueError on garbage headers.
+    except Image.DecompressionBombError as error:
+        raise ValueError("cannot read image %s: %s; if the image is genuine, raise the limit "
+                         "with $%s=PIXELS" % (_describe(source), error, MAX_PIXELS_ENV))
+    except UNREADABLE as error:
         raise ValueError("cannot read image %s: %s" % (_describe(source), error))
 
 
@@ -151,11 +172,18 @@ def load_image(source, height=32, degrade=None):
 
     Raises:
       ValueError: ``cannot read image <source>: <reason>`` when the file is
-      missing, not an image, corrupt or truncated.
+      missing, not an image, corrupt, truncated, too large (a decompression bomb) or
+      holds non-finite pixels.
     """
-    image = _open(source)
+    image = open_image(source)
     if 0 in image.size:
         raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
+    if image.mode.startswith("I") or image.mode == "F":
+        # Float images can hold NaN or Inf, which would reach the whole batch in the model.
+        finite = np.isfinite(np.asarray(image, dtype=np.float32))
+        if not finite.all():
+            raise ValueError("cannot read image %s: %d of its pixels are NaN or infinite"
+                             % (_describe(source), int(finite.size - finite.sum())))
     if degrade is not None:
         image = degrade(_luminance(image))
     pixels = to_gray_float(image)
