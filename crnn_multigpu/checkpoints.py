@@ -107,13 +107,55 @@ def save_config(run_dir, config):
 
 
 def load_config(run_dir):
-    """Read the configuration written by ``save_config``; a clear error if the run is not there."""
+    """Read the configuration written by ``save_config``, checked (see ``check_config``); a
+    clear error naming the file if the run is not there or its configuration is not usable."""
     path = os.path.join(run_dir, CONFIG_NAME)
     if not os.path.isfile(path):
         raise FileNotFoundError("%s is not a training run directory (no %s). Pass the --out "
                                 "directory of crnn-train." % (run_dir, CONFIG_NAME))
-    with open(path) as stream:
-        return json.load(stream)
+    try:
+        with open(path, encoding="utf-8") as stream:
+            config = json.load(stream)
+    except UnicodeDecodeError as error:
+        raise ValueError("%s is not UTF-8 text (byte %d); restore it from the run's backup or "
+                         "retrain" % (path, error.start))
+    except ValueError as error:
+        raise ValueError("%s is not valid JSON (%s); restore it or retrain" % (path, error))
+    check_config(config, path)
+    return config
+
+
+def check_config(config, path):
+    """Raise ValueError naming ``path`` unless ``config`` describes a model that can be built:
+    a ``model`` with 7 conv ``channels``, ``lstm_units`` and ``num_classes``, and a
+    ``charset`` of exactly ``num_classes - 1`` characters (the CTC blank is the last class)."""
+    if not isinstance(config, dict):
+        raise ValueError("%s holds %s, not a run configuration (a JSON object)"
+                         % (path, type(config).__name__))
+    for key, kind in (("model", dict), ("charset", str)):
+        if key not in config:
+            raise ValueError("%s lacks %r: it was not written by crnn-train; restore it or "
+                             "retrain" % (path, key))
+        if not isinstance(config[key], kind):
+            raise ValueError("%s: %r must be a %s, got %r" % (path, key, kind.__name__,
+                                                              config[key]))
+    model = config["model"]
+    for key in ("num_classes", "lstm_units"):
+        if not isinstance(model.get(key), int) or isinstance(model.get(key), bool) or \
+                model[key] < 1:
+            raise ValueError("%s: model %r must be a positive whole number, got %r"
+                             % (path, key, model.get(key)))
+    channels = model.get("channels")
+    if not (isinstance(channels, list) and len(channels) == 7 and
+            all(isinstance(c, int) and c > 0 for c in channels)):
+        raise ValueError("%s: model 'channels' must be 7 positive whole numbers, got %r"
+                         % (path, channels))
+    if len(config["charset"]) != model["num_classes"] - 1:
+        raise ValueError("%s: its charset has %d characters but the model has %d classes (it "
+                         "needs num_classes - 1 = %d characters, the last class being CTC's "
+                         "blank); restore the run's charset" % (path, len(config["charset"]),
+                                                               model["num_classes"],
+                                                               model["num_classes"] - 1))
 
 
 def checkpoint_dir(run_dir):
@@ -123,7 +165,7 @@ def checkpoint_dir(run_dir):
 
 # -- finding and verifying -------------------------------------------------------------------
 
-def _checkpoint_step(prefix):
+def checkpoint_step(prefix):
     """The global step in a checkpoint's name (``model.ckpt-1500`` -> 1500), or -1."""
     match = _STEP.search(prefix)
     return int(match.group(1)) if match else -1
@@ -165,7 +207,7 @@ def checkpoint_prefixes(directory):
         match = _FILE.match(name)
         if match and not match.group("temp"):  # a temporary alone is a save under way
             found.add(os.path.join(directory, match.group("prefix")))
-    return sorted(found, key=lambda prefix: (_checkpoint_step(prefix), prefix), reverse=True)
+    return sorted(found, key=lambda prefix: (checkpoint_step(prefix), prefix), reverse=True)
 
 
 # Verdicts of checkpoint_problem by (file, size, modification time): a process that looks
@@ -280,6 +322,20 @@ def require_checkpoint(run_dir, prefix=None):
     return path
 
 
+def variables_mismatch(prefix, variables):
+    """None when the checkpoint at ``prefix`` holds every one of ``variables`` (by plain name)
+    in its shape, else a few words on the first that differs."""
+    shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    for variable in variables:
+        name = variable.op.name
+        if name not in shapes:
+            return "has no variable %s (it was made by another kind of model)" % name
+        if list(shapes[name]) != variable.shape.as_list():
+            return "holds %s with shape %s, this model's is %s" % (
+                name, list(shapes[name]), variable.shape.as_list())
+    return None
+
+
 class WarmStart(object):
     """Model weights taken from another run's (or a shipped model's) checkpoint, while the
     optimizer state and the global step start afresh: fine-tuning, or training on from a
@@ -290,17 +346,10 @@ class WarmStart(object):
     """
 
     def __init__(self, prefix, variables):
-        shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
-        for variable in variables:
-            name = variable.op.name
-            if name not in shapes:
-                raise ValueError("--init-from %s has no variable %s: it was made by another kind "
-                                 "of model; start from a checkpoint of this model class"
-                                 % (prefix, name))
-            if list(shapes[name]) != variable.shape.as_list():
-                raise ValueError("--init-from %s holds %s with shape %s, this model's is %s: pass "
-                                 "the --model (and --charset) it was trained with"
-                                 % (prefix, name, list(shapes[name]), variable.shape.as_list()))
+        mismatch = variables_mismatch(prefix, variables)
+        if mismatch:
+            raise ValueError("--init-from %s %s: pass the --model (and --charset) it was "
+                             "trained with" % (prefix, mismatch))
         self.prefix = prefix
         self.saver = tf.train.Saver(var_list=dict((v.op.name, v) for v in variables))
 

@@ -7,11 +7,12 @@ model) and restores it. With several towers each batch is split between them
 and their outputs joined in batch order: the same outputs as one device.
 """
 import logging
+import os
 
 import numpy as np
 
 from crnn_multigpu.charset import Charset
-from crnn_multigpu.checkpoints import load_config, require_checkpoint
+from crnn_multigpu.checkpoints import load_config, require_checkpoint, variables_mismatch
 from crnn_multigpu.compat import tf
 from crnn_multigpu.crnn import CRNN
 from crnn_multigpu.datasets import load_image, make_batch
@@ -112,6 +113,12 @@ class Recognizer(object):
                                         train=False, beam_width=beam_width,
                                         **self.config["model"])
             self.model = self.towers.models[0]  # the plain model
+            mismatch = variables_mismatch(self.checkpoint, self.towers.model_variables)
+            if mismatch:
+                raise ValueError("checkpoint %s %s, as %s describes it: that config.json "
+                                 "belongs to another model; restore the run's own"
+                                 % (self.checkpoint, mismatch,
+                                    os.path.join(run_dir, "config.json")))
             saver = tf.train.Saver(self.towers.model_variables)
         self.session = tf.Session(graph=self.graph, config=session_config(towers))
         saver.restore(self.session, self.checkpoint)

@@ -95,6 +95,11 @@ def resolve_run(path, shipped=SHIPPED_MODEL):
                                 "%s; pass the --out folder of crnn-train" % shipped)
     if os.path.isdir(path):
         return path, None
+    if os.path.isfile(path):
+        raise FileNotFoundError("--checkpoint %s is a file; pass the run directory that holds it "
+                                "(%s), or a checkpoint prefix without its extension (e.g. "
+                                "RUN/checkpoints/model.ckpt-1000)"
+                                % (path, os.path.dirname(os.path.abspath(path))))
     if not glob.glob(glob.escape(path) + ".*"):
         raise FileNotFoundError("--checkpoint %s does not exist: pass the --out directory of "
                                 "crnn-train (or a checkpoint prefix inside its checkpoints/)"

@@ -58,13 +58,17 @@ def export_saved_model(recognizer, out_dir):
 
 def export_checkpoint(recognizer, out_dir):
     """Write ``recognizer``'s config and model variables as a run folder; returns out_dir."""
-    from crnn_multigpu.checkpoints import CHECKPOINT_PREFIX, checkpoint_dir, save_config
+    from crnn_multigpu.checkpoints import (CHECKPOINT_PREFIX, checkpoint_dir, checkpoint_step,
+                                           save_config)
     from crnn_multigpu.compat import tf
     if os.path.exists(out_dir):
         raise FileExistsError("%s already exists; choose a new --out (an export is never "
                               "overwritten)" % out_dir)
     os.makedirs(checkpoint_dir(out_dir))
-    step = int(tf.train.load_checkpoint(recognizer.checkpoint).get_tensor("global_step"))
+    # A model-only checkpoint (an export, a shipped model) keeps its step in its name.
+    reader = tf.train.load_checkpoint(recognizer.checkpoint)
+    step = int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else \
+        max(0, checkpoint_step(recognizer.checkpoint))
     with recognizer.graph.as_default():
         saver = tf.train.Saver(tf.global_variables(), save_relative_paths=True)
     saver.save(recognizer.session, os.path.join(checkpoint_dir(out_dir), CHECKPOINT_PREFIX),

@@ -187,6 +187,10 @@ def check_run_dir(args, config):
     if existing and not args.resume:
         raise ValueError("%s already holds checkpoints (newest %s); pass --resume to continue it "
                          "or choose another --out" % (args.out, os.path.basename(existing)))
+    if args.resume and existing and not os.path.exists(os.path.join(args.out, "config.json")):
+        raise ValueError("--resume: %s holds checkpoints but no config.json, so nothing tells "
+                         "which model they are; restore its config.json (or start a new --out)"
+                         % args.out)
     if args.resume and os.path.exists(os.path.join(args.out, "config.json")):
         previous = load_config(args.out)
         # "bucket" changes the data order; runs from before it was recorded did not bucket.

@@ -1,0 +1,111 @@
+"""Run files that disagree: a config.json that is damaged, short, or of another model is one
+error line naming the file, in every tool, and --resume never rewrites a run's config."""
+import json
+import os
+import shutil
+
+import pytest
+
+from crnn_multigpu.cli import evaluate, export, predict, train
+from crnn_multigpu.compat import tf
+
+TINY = ["--model", "tiny", "--batch-size", "8", "--checkpoint-every", "0", "--log-every", "0"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tiny_dataset, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("run-files") / "run")
+    with tf.Graph().as_default():
+        assert train.main(["--train", tiny_dataset, "--out", out, "--steps", "2"] + TINY) == 0
+    return out
+
+
+def error_line(main, argv, capsys):
+    with tf.Graph().as_default():
+        code = main(argv)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("INFO ")]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, err)
+    return lines[0]
+
+
+def damaged_copy(run_dir, tmp_path, change):
+    copy = str(tmp_path / "copy")
+    shutil.copytree(run_dir, copy)
+    path = os.path.join(copy, "config.json")
+    config = json.load(open(path))
+    text = change(config)
+    with open(path, "w") as stream:
+        stream.write(text if isinstance(text, str) else json.dumps(config))
+    return copy
+
+
+def short_charset(config):
+    config["charset"] = config["charset"][:-1]
+
+
+def other_model(config):
+    config["model"]["lstm_units"] = 48
+
+
+CASES = {
+    "charset one short": (short_charset, "its charset has 35 characters but the model has 37 "
+                                         "classes"),
+    "empty object": (lambda config: "{}", "lacks 'model'"),
+    "no model": (lambda config: config.pop("model") and None, "lacks 'model'"),
+    "not JSON": (lambda config: "{model: tiny", "is not valid JSON"),
+    "not UTF-8": (None, "is not UTF-8 text"),
+    "a list": (lambda config: "[1, 2]", "holds list, not a run configuration"),
+    "channels": (lambda config: config["model"].update(channels=[8, 16]) and None,
+                 "'channels' must be 7 positive whole numbers"),
+    "another model": (other_model, "that config.json belongs to another model"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("tool", ["evaluate", "predict", "export"])
+def test_a_bad_config_is_one_line_naming_it(case, tool, run_dir, tiny_dataset, tmp_path, capsys):
+    change, message = CASES[case]
+    if case == "not UTF-8":
+        copy = str(tmp_path / "copy")
+        shutil.copytree(run_dir, copy)
+        with open(os.path.join(copy, "config.json"), "wb") as stream:
+            stream.write(b'{"model": "\xff"}')
+    else:
+        copy = damaged_copy(run_dir, tmp_path, change)
+    image = os.path.join(tiny_dataset, "images", sorted(os.listdir(
+        os.path.join(tiny_dataset, "images")))[0])
+    argv = {"evaluate": ["--checkpoint", copy, "--data", tiny_dataset],
+            "predict": ["--checkpoint", copy, image],
+            "export": ["--checkpoint", copy, "--out", str(tmp_path / "exported")]}[tool]
+    line = error_line(getattr({"evaluate": evaluate, "predict": predict, "export": export}[tool],
+                              "main"), argv, capsys)
+    assert message in line and os.path.join(copy, "config.json") in line, line
+    assert not os.path.exists(str(tmp_path / "exported"))
+
+
+def test_checkpoint_naming_a_file_says_so(run_dir, tiny_dataset, capsys):
+    line = error_line(evaluate.main, ["--checkpoint", os.path.join(run_dir, "config.json"),
+                                      "--data", tiny_dataset], capsys)
+    assert "config.json is a file; pass the run directory that holds it (%s)" % run_dir in line
+
+
+def test_resume_without_config_refuses_and_keeps_the_run(run_dir, tiny_dataset, tmp_path, capsys):
+    copy = str(tmp_path / "copy")
+    shutil.copytree(run_dir, copy)
+    os.remove(os.path.join(copy, "config.json"))
+    line = error_line(train.main, ["--train", tiny_dataset, "--out", copy, "--steps", "4",
+                                   "--resume", "--model", "small", "--batch-size", "8"], capsys)
+    assert "holds checkpoints but no config.json" in line
+    assert not os.path.exists(os.path.join(copy, "config.json")), "nothing is rewritten"
+
+
+def test_a_model_only_checkpoint_exports_again(tmp_path, capsys):
+    shipped = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "models", "words")
+    out = str(tmp_path / "again")
+    with tf.Graph().as_default():
+        assert export.main(["--checkpoint", shipped, "--out", out, "--format", "checkpoint"]) == 0
+    config = json.load(open(os.path.join(out, "config.json")))
+    assert config["step"] == json.load(open(os.path.join(shipped, "config.json")))["step"]
+    assert os.path.exists(os.path.join(out, "checkpoints", "model.ckpt-%d.index" % config["step"]))
