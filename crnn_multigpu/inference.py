@@ -200,10 +200,20 @@ class Recognizer(object):
 
 
 def read_page_lines(recognizer, image):
-    """``(boxes, texts)`` of a page image (PIL, any mode): its lines found and framed by
-    :func:`crnn_multigpu.page.line_crops`, then read by ``recognizer``, one text per box."""
+    """``(page, boxes, texts)`` of a page image (PIL, any mode): the page turned straight
+    (:func:`crnn_multigpu.page_layout.deskew`), its columns found, the lines of each found and
+    framed by :func:`crnn_multigpu.page.line_crops`, then read by ``recognizer``. ``boxes``
+    are in the straightened ``page``; their rows run column after column, left to right."""
     from crnn_multigpu.page import line_crops
-    boxes, crops = line_crops(image.convert("L"))
+    from crnn_multigpu.page_layout import deskew, find_columns
+    page, _ = deskew(image)
+    boxes, crops = [], []
+    for left, right in find_columns(page):
+        column_boxes, column_crops = line_crops(page.crop((left, 0, right, page.height)))
+        first_row = max([box.row for box in boxes] or [-1]) + 1
+        boxes.extend(box._replace(left=box.left + left, right=box.right + left,
+                                  row=box.row + first_row) for box in column_boxes)
+        crops.extend(column_crops)
     arrays = [load_image(crop, recognizer.model.height) for crop in crops]
     # Lines of similar width share a batch: less padding, same results.
     order = sorted(range(len(arrays)), key=lambda i: arrays[i].shape[1])
@@ -212,4 +222,4 @@ def read_page_lines(recognizer, image):
         read = recognizer.recognize_arrays([arrays[i] for i in order])[0]
         for index, text in zip(order, read):
             texts[index] = text
-    return boxes, texts
+    return page, boxes, texts

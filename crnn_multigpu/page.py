@@ -25,7 +25,9 @@ cell whose own ink cannot tell its baseline takes its row's (:func:`line_frames`
 
 What it cannot do, by design: multi-column pages are read across the columns (each row
 band is one line of text, its pieces joined left to right); skewed or rotated pages
-(more than about half a degree over a full-width line) merge neighbouring lines; photos
+(more than about half a degree over a full-width line) merge neighbouring lines (the page
+reader, ``inference.read_page_lines``, first straightens a page and splits its columns with
+:mod:`crnn_multigpu.page_layout`); photos
 of pages, uneven lighting, noise and speckles, handwriting, text over pictures or
 coloured backgrounds, and vertical text are out of scope. Figures and large headings are
 kept as lines and read as well as the model can.
@@ -96,8 +98,9 @@ def _runs(mask):
     return list(zip(np.where(steps == 1)[0].tolist(), np.where(steps == -1)[0].tolist()))
 
 
-def _bands(ink):
-    """Row bands of text: (top, bottom) pairs, bottom exclusive, top to bottom."""
+def row_bands(ink):
+    """Row bands of text in a page's ``ink`` mask: (top, bottom) pairs, bottom exclusive, top
+    to bottom (step 2 of the module docstring)."""
     profile = ink.sum(axis=1)
     bands = _runs(profile > 0)
     if not bands:
@@ -282,7 +285,7 @@ def find_lines(image):
 def _lines_of_ink(ink):
     """:func:`find_lines` on the page's ink mask (computed once by callers that also need it)."""
     boxes = []
-    for row, (top, bottom) in enumerate(_bands(ink)):
+    for row, (top, bottom) in enumerate(row_bands(ink)):
         band = ink[top:bottom]
         columns = _runs(band.sum(axis=0) > 0)
         pieces, gap = [], COLUMN_GAP * (bottom - top)

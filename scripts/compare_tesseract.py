@@ -102,7 +102,7 @@ class Project(object):
         from crnn_multigpu.inference import read_page_lines
         from crnn_multigpu.page import page_text
         with Image.open(path) as image:
-            boxes, texts = read_page_lines(self.lines, image)
+            _, boxes, texts = read_page_lines(self.lines, image)
         return [tidy(line) for line in page_text(boxes, texts).split("\n") if line.strip()]
 
 

@@ -1,8 +1,9 @@
 """crnn-predict: recognise text in image files; one line per image, path<TAB>text.
 
 ``--lines``: the images are whole printed lines (the shipped line model reads them).
-``--page``: the images are clean printed pages: their lines are found (crnn_multigpu.page),
-read, and each page's text printed one line per line, pages separated by a form feed.
+``--page``: the images are printed pages: each is straightened and split into its columns
+(crnn_multigpu.page_layout), its lines found (crnn_multigpu.page) and read, and its text printed
+one line per line, column after column, pages separated by a form feed.
 """
 import os
 import sys
@@ -22,8 +23,9 @@ def build_parser():
     parser.add_argument("--lines", action="store_true",
                         help="the images are whole printed lines (case, spaces, punctuation)")
     parser.add_argument("--page", action="store_true",
-                        help="the images are clean printed pages: find their lines and print "
-                             "each page's text, one line per line (no columns, skew or photos)")
+                        help="the images are printed pages (scans at any dpi, turned by up to 5 "
+                             "degrees, one or two columns): find their lines and print each "
+                             "page's text, one line per line, column after column (no photos)")
     parser.add_argument("--beam-width", type=non_negative_int,
                         default=0, help="0: greedy; >1: CTC beam search")
     parser.add_argument("--picture", help="write a PNG grid of the inputs with their predictions "
@@ -40,11 +42,10 @@ def read_page(recognizer, path, picture=None):
     from crnn_multigpu.datasets.images import open_image
     from crnn_multigpu.inference import read_page_lines
     from crnn_multigpu.page import draw_lines, page_text
-    image = open_image(path).convert("L")
-    boxes, texts = read_page_lines(recognizer, image)
+    page, boxes, texts = read_page_lines(recognizer, open_image(path))
     if picture:
         from crnn_multigpu.picture import label_font
-        draw_lines(image, boxes, texts, picture, font=label_font(14))
+        draw_lines(page, boxes, texts, picture, font=label_font(14))
         sys.stderr.write("wrote %s\n" % picture)
     return page_text(boxes, texts)
 

@@ -1,0 +1,108 @@
+"""A scanned page made ready for line finding: its skew corrected and its columns found.
+
+:func:`estimate_skew` finds the angle at which the page's text rows are most sharply
+separated: for each candidate angle the ink pixels are projected onto the page's height
+along lines of that slope, and the angle whose projection has the largest sum of squares
+(tall peaks on rows of text, empty gaps between them) wins; a coarse search over +-5 degrees
+is refined around its best angle. :func:`deskew` turns the page back by that angle.
+
+:func:`find_columns` splits a page into columns of text at gutters: vertical strips, at
+least two glyph heights wide and between a fifth and four fifths of the page's width, that
+are empty in nearly every row of text (a heading across both columns may cross one). Lines
+are then found in each column on its own, and read column after column.
+"""
+import numpy as np
+from PIL import Image
+
+from crnn_multigpu.page import glyph_height, ink_mask, row_bands
+
+MAX_SKEW = 5.0          # degrees searched either way
+COARSE_STEP = 0.25      # degrees
+FINE_STEP = 0.02
+MIN_SKEW = 0.05         # below this a page is left as it is (turning it costs sharpness)
+MAX_POINTS = 120000     # ink pixels sampled for the skew search
+GUTTER_WIDTH = 2.0      # in glyph heights
+GUTTER_INK = 0.08       # share of text rows allowed to cross a gutter (headings)
+
+
+def _ink_points(ink):
+    rows, cols = np.nonzero(ink)
+    if rows.size > MAX_POINTS:  # an even sample keeps the profile's shape
+        keep = np.linspace(0, rows.size - 1, MAX_POINTS).astype(np.int64)
+        rows, cols = rows[keep], cols[keep]
+    return rows.astype(np.float64), cols.astype(np.float64)
+
+
+def _sharpness(rows, cols, angle, height):
+    """Sum of squares of the ink's projection along lines of slope ``angle`` (degrees)."""
+    shifted = np.round(rows - cols * np.tan(np.radians(angle))).astype(np.int64)
+    shifted -= shifted.min()
+    counts = np.bincount(shifted, minlength=height)
+    return float(np.dot(counts, counts))
+
+
+def estimate_skew(image):
+    """The angle in degrees (counter-clockwise positive, as ``Image.rotate`` takes it) by
+    which the text rows of the page ``image`` are turned; 0.0 for a page with no ink."""
+    ink = ink_mask(image.convert("L"))
+    rows, cols = _ink_points(ink)
+    if rows.size < 100:
+        return 0.0
+    height = ink.shape[0]
+    # Image rows grow downwards: text turned counter-clockwise rises to the right.
+    score = lambda angle: _sharpness(rows, cols, -angle, height)  # noqa: E731
+    coarse = np.arange(-MAX_SKEW, MAX_SKEW + 1e-9, COARSE_STEP)
+    best = coarse[int(np.argmax([score(a) for a in coarse]))]
+    fine = np.arange(best - COARSE_STEP, best + COARSE_STEP + 1e-9, FINE_STEP)
+    return float(fine[int(np.argmax([score(a) for a in fine]))])
+
+
+def deskew(image):
+    """``(image, angle)``: the page turned back by its :func:`estimate_skew` angle (mode L,
+    same size, corners filled with the paper's grey); unchanged below ``MIN_SKEW``."""
+    grey = image.convert("L")
+    angle = estimate_skew(grey)
+    if abs(angle) < MIN_SKEW:
+        return grey, 0.0
+    pixels = np.asarray(grey)
+    paper = int(np.median(pixels[~ink_mask(grey)])) if pixels.size else 255
+    return grey.rotate(-angle, resample=Image.BICUBIC, fillcolor=paper), angle
+
+
+def find_columns(image):
+    """``[(left, right)]``: the page's columns of text, left to right (one for most pages)."""
+    ink = ink_mask(image.convert("L"))
+    width = ink.shape[1]
+    bands = row_bands(ink)
+    glyph = glyph_height(ink)
+    if len(bands) < 4 or glyph <= 0:
+        return [(0, width)]
+    # For every pixel column: the share of text rows that hold ink in it.
+    crossing = np.zeros(width)
+    for top, bottom in bands:
+        crossing += ink[top:bottom].any(axis=0)
+    crossing /= len(bands)
+    free = crossing <= GUTTER_INK
+    cuts, start = [], None
+    for x in range(width + 1):
+        if x < width and free[x]:
+            start = x if start is None else start
+            continue
+        if start is not None and x - start >= GUTTER_WIDTH * glyph and \
+                0.2 * width < (start + x) / 2.0 < 0.8 * width:
+            cuts.append((start, x))
+        start = None
+    if not cuts:
+        return [(0, width)]
+    columns, left = [], 0
+    for start, end in cuts:
+        columns.append((left, start))
+        left = end
+    columns.append((left, width))
+    # Every column must hold text in a good share of the rows: a code listing's short lines
+    # leave its right half empty, and a page number beside a block is no column.
+    rows_with_ink = [np.mean([ink[top:bottom, a:b].any() for top, bottom in bands])
+                     for a, b in columns]
+    if min(rows_with_ink) < 0.3:
+        return [(0, width)]
+    return columns
