@@ -172,14 +172,17 @@ class Recognizer(object):
         return texts, log_probs
 
     def recognize_arrays(self, arrays, batch_size=64):
-        """Recognise normalised image arrays ([32, w] from ``load_image``)."""
-        texts, log_probs = [], []
-        for start in range(0, len(arrays), batch_size):
-            chunk = arrays[start:start + batch_size]
-            batch = make_batch(chunk, None, self.charset, self.image_width)
-            got_texts, got_probs = self.recognize_batch(batch)
-            texts.extend(got_texts)
-            log_probs.extend(got_probs)
+        """Recognise normalised image arrays ([32, w] from ``load_image``).
+
+        An image without contrast (blank: ``load_image`` makes it all zero) reads as the empty
+        text with log probability 0 without running the model, which would guess at it."""
+        inked = [index for index, array in enumerate(arrays) if array.max() > 0]
+        texts, log_probs = [""] * len(arrays), [0.0] * len(arrays)
+        for start in range(0, len(inked), batch_size):
+            chunk = inked[start:start + batch_size]
+            batch = make_batch([arrays[i] for i in chunk], None, self.charset, self.image_width)
+            for index, text, log_prob in zip(chunk, *self.recognize_batch(batch)):
+                texts[index], log_probs[index] = text, log_prob
         return texts, log_probs
 
     def recognize_files(self, paths, batch_size=64):

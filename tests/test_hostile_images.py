@@ -95,3 +95,13 @@ def test_evaluate_counts_bad_images_as_unreadable(tiny_dataset, hostile, tmp_pat
     assert code == 0 and figures["unreadable"] == 2 and figures["n"] == len(open_dataset(root)) - 2
     # Bucketing by width reads only headers: the bomb gets a stand-in width, no error.
     assert len(open_dataset(root).width_keys(range(len(open_dataset(root))))) == figures["n"] + 2
+
+
+@pytest.mark.parametrize("mode", [[], ["--lines"]])
+def test_a_blank_image_reads_as_nothing(hostile, tmp_path, capsys, mode):
+    blank = str(tmp_path / "blank.png")
+    Image.new("L", (200, 40), 231).save(blank)
+    code, out, _ = run(predict.main, mode + ["--with-prob", blank, hostile["good"][0]], capsys)
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert code == 0 and rows[0] == [blank, "", "0.0000"], rows
+    assert rows[1][1], "an inked image beside it is still read"

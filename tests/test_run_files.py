@@ -109,3 +109,27 @@ def test_a_model_only_checkpoint_exports_again(tmp_path, capsys):
     config = json.load(open(os.path.join(out, "config.json")))
     assert config["step"] == json.load(open(os.path.join(shipped, "config.json")))["step"]
     assert os.path.exists(os.path.join(out, "checkpoints", "model.ckpt-%d.index" % config["step"]))
+
+
+@pytest.mark.parametrize("tool", ["predict", "evaluate", "predict --page"])
+def test_picture_never_replaces_a_file_unless_asked(tool, run_dir, tiny_dataset, tmp_path, capsys):
+    image = os.path.join(tiny_dataset, "images", sorted(os.listdir(
+        os.path.join(tiny_dataset, "images")))[0])
+    victim = str(tmp_path / "input.png")
+    shutil.copy(image, victim)
+    before = open(victim, "rb").read()
+    main = {"predict": predict, "evaluate": evaluate, "predict --page": predict}[tool].main
+    argv = {"predict": [image], "evaluate": ["--data", tiny_dataset],
+            "predict --page": ["--page", image]}[tool] + ["--checkpoint", run_dir]
+    line = error_line(main, argv + ["--picture", victim], capsys)
+    assert "--picture %s already exists" % victim in line and "--overwrite" in line
+    assert open(victim, "rb").read() == before
+    with tf.Graph().as_default():
+        assert main(argv + ["--picture", victim, "--overwrite"]) == 0
+    assert open(victim, "rb").read() != before
+
+
+def test_absurd_step_counts_are_refused_by_the_arguments(tiny_dataset, tmp_path, capsys):
+    line = error_line(train.main, ["--train", tiny_dataset, "--out", str(tmp_path / "run"),
+                                   "--steps", "99999999999999999999"], capsys)
+    assert line == "error: --steps must be at most 9007199254740992, got 99999999999999999999"

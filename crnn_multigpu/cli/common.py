@@ -81,12 +81,19 @@ def _number(kind, text):
     return value
 
 
+# Counts and steps become int64 tensors; past 2**53 they are no longer exact as floats either.
+LARGEST_WHOLE_NUMBER = 2 ** 53
+
+
 def int_at_least(minimum):
-    """An argparse type: a whole number >= ``minimum``."""
+    """An argparse type: a whole number >= ``minimum`` (and at most 2**53)."""
     def parse(text):
         value = _number(int, text)
         if value < minimum:
             raise argparse.ArgumentTypeError("must be at least %d, got %d" % (minimum, value))
+        if value > LARGEST_WHOLE_NUMBER:
+            raise argparse.ArgumentTypeError("must be at most %d, got %s"
+                                             % (LARGEST_WHOLE_NUMBER, text))
         return value
     parse.__name__ = "int"
     return parse
@@ -134,3 +141,11 @@ def int_multiple_of(step, minimum=0):
 positive_float = float_range(0.0, low_open=True)
 non_negative_float = float_range(0.0)
 unit_float = float_range(0.0, 1.0)
+
+
+def refuse_to_overwrite(path, flag, overwrite):
+    """Raise FileExistsError when ``path`` (the value of ``flag``) exists and ``overwrite`` is
+    not set: an output never replaces a file, maybe one of the inputs, unless asked."""
+    if path and os.path.exists(path) and not overwrite:
+        raise FileExistsError("%s %s already exists; choose another file or pass --overwrite"
+                              % (flag, path))

@@ -8,8 +8,8 @@ import json
 import os
 import sys
 
-from crnn_multigpu.cli.common import (ArgumentParser, non_negative_int, positive_int, run_main,
-                                      setup_logging)
+from crnn_multigpu.cli.common import (ArgumentParser, non_negative_int, positive_int,
+                                      refuse_to_overwrite, run_main, setup_logging)
 
 
 def build_parser():
@@ -22,6 +22,8 @@ def build_parser():
                         help="0: greedy; >1: CTC beam search")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--picture", help="write a PNG of sample predictions here")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --picture replace an existing file")
     parser.add_argument("--fold-case", action="store_true",
                         help="score readings and labels lower-cased (a case-sensitive model on "
                              "case-blind labels such as the 36-class word sets)")
@@ -112,6 +114,7 @@ def resolve_run(path, shipped=SHIPPED_MODEL):
 def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
+    refuse_to_overwrite(args.picture, "--picture", args.overwrite)
     words = lexicon_words(args)
     from crnn_multigpu.datasets import open_dataset
     from crnn_multigpu.inference import Recognizer

@@ -8,7 +8,8 @@ one line per line, column after column, pages separated by a form feed.
 import os
 import sys
 
-from crnn_multigpu.cli.common import ArgumentParser, non_negative_int, run_main, setup_logging
+from crnn_multigpu.cli.common import (ArgumentParser, non_negative_int, refuse_to_overwrite,
+                                      run_main, setup_logging)
 from crnn_multigpu.cli.evaluate import (SHIPPED_LINE_MODEL, SHIPPED_MODEL, add_lexicon_arguments,
                                         add_towers_argument, lexicon_decoder, lexicon_words,
                                         resolve_run)
@@ -30,6 +31,8 @@ def build_parser():
                         default=0, help="0: greedy; >1: CTC beam search")
     parser.add_argument("--picture", help="write a PNG grid of the inputs with their predictions "
                                           "(--page: the page with its line boxes and text)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --picture replace an existing file")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
     add_lexicon_arguments(parser)
     add_towers_argument(parser)
@@ -61,6 +64,11 @@ def picture_path(picture, index, count):
 def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
+    pictures = [picture_path(args.picture, index, len(args.images)) if args.page else
+                args.picture for index in range(len(args.images) if args.page else 1)] \
+        if args.picture else []
+    for picture in pictures:
+        refuse_to_overwrite(picture, "--picture", args.overwrite)
     words = lexicon_words(args)
     from crnn_multigpu.datasets import load_image
     from crnn_multigpu.inference import Recognizer
@@ -71,8 +79,7 @@ def main_body(argv=None):
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
     if args.page:
         for index, path in enumerate(args.images):
-            picture = picture_path(args.picture, index, len(args.images)) if args.picture else None
-            text = read_page(recognizer, path, picture)
+            text = read_page(recognizer, path, pictures[index] if pictures else None)
             sys.stdout.write(("\f" if index else "") + text + "\n")
         return 0
     readable, arrays, failed = [], [], 0
