@@ -76,7 +76,10 @@ def ink_mask(image):
 
 def otsu_threshold(pixels, bins=64):
     """The grey level that best separates two classes of ``pixels`` in [0, 1] (Otsu 1979)."""
-    counts, edges = np.histogram(pixels, bins=bins, range=(0.0, 1.0))
+    # np.histogram's counts over [0, 1], by one bincount (several times faster on a page).
+    bin_of = np.minimum((np.clip(pixels, 0.0, 1.0) * bins).astype(np.intp), bins - 1)
+    counts = np.bincount(bin_of.ravel(), minlength=bins)
+    edges = np.linspace(0.0, 1.0, bins + 1)
     centres = (edges[:-1] + edges[1:]) / 2.0
     weight = np.cumsum(counts).astype(np.float64)
     total = weight[-1]
