@@ -133,3 +133,15 @@ def test_absurd_step_counts_are_refused_by_the_arguments(tiny_dataset, tmp_path,
     line = error_line(train.main, ["--train", tiny_dataset, "--out", str(tmp_path / "run"),
                                    "--steps", "99999999999999999999"], capsys)
     assert line == "error: --steps must be at most 9007199254740992, got 99999999999999999999"
+
+
+def test_a_validation_set_without_readable_images_is_refused(tiny_dataset, tmp_path, capsys):
+    missing = str(tmp_path / "missing")
+    os.makedirs(missing)
+    with open(os.path.join(tiny_dataset, "labels.txt")) as labels, \
+            open(os.path.join(missing, "labels.txt"), "w") as copy:
+        copy.write(labels.read())  # the same labels, but no images/ beside them
+    line = error_line(train.main, ["--train", tiny_dataset, "--val", missing, "--out",
+                                   str(tmp_path / "run"), "--steps", "2"] + TINY, capsys)
+    assert "none of the 48 image(s) of --val %s could be read" % missing in line
+    assert not os.path.exists(str(tmp_path / "run" / "checkpoints"))

@@ -165,6 +165,17 @@ def run_config(args, charset):
                 init_from=os.path.abspath(args.init_from) if args.init_from else None)
 
 
+def require_a_readable_image(dataset, name):
+    """Raise ValueError unless some image of ``dataset`` can be read: a validation figure over
+    zero images would look like a perfect score. Reads images only until the first good one."""
+    for index in range(len(dataset)):
+        if dataset.safe_get(index) is not None:
+            return
+    raise ValueError("none of the %d image(s) of --val %s could be read (e.g. %s): nothing to "
+                     "validate on; image paths in labels.txt are relative to its folder"
+                     % (len(dataset), name, dataset.unreadable[0]))
+
+
 def warm_start_checkpoint(args, config):
     """The checkpoint prefix ``--init-from`` names, checked to write the same characters."""
     if not args.init_from:
@@ -245,6 +256,8 @@ def main_body(argv=None):
     time_steps = CRNN.time_steps(args.width) if args.width else None
     train_set = open_dataset(args.train, charset=charset, time_steps=time_steps)
     val_set = open_dataset(args.val, charset=charset, time_steps=time_steps) if args.val else None
+    if val_set is not None:
+        require_a_readable_image(val_set, args.val)
     init_from = warm_start_checkpoint(args, config)
     check_run_dir(args, config)
     towers, variable_device, target, n_cpus = resolve_devices(args)
