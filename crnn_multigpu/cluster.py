@@ -17,7 +17,7 @@ import socket
 import time
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import cluster_devices, session_config
+from crnn_multigpu.devices import close_session, cluster_devices, session_config
 
 CHIEF_JOB = "worker"
 
@@ -197,6 +197,34 @@ def wait_for_tasks(cluster, timeout, poll_seconds=0.5, log=None):
             log("waiting up to %g s for %s" % (timeout, ", ".join(t for t, _ in waiting)))
             announced = True
         time.sleep(min(poll_seconds, max(0.0, deadline - time.monotonic())))
+
+
+class ClusterFailure(RuntimeError):
+    """A task of the cluster stopped answering during training: one line for the user."""
+    user_facing = True
+
+
+def silent_tasks(cluster, timeout=5.0):
+    """``[(task, address)]`` of the tasks of ``cluster`` that do not run a trivial op on
+    themselves within ``timeout`` seconds: killed, hung, or a port that is not TensorFlow."""
+    silent = []
+    for job in sorted(_as_dict(cluster)):
+        for index, address in enumerate(_as_dict(cluster)[job]):
+            task = "/job:%s/task:%d" % (job, index)
+            graph = tf.Graph()
+            with graph.as_default(), tf.device(task + "/cpu:0"):
+                probe = tf.constant(1) + 1
+            # Device filters: the task's own master would otherwise look for every task.
+            config = tf.ConfigProto(operation_timeout_in_ms=int(timeout * 1000),
+                                    device_filters=[task])
+            session = tf.Session("grpc://" + address, graph=graph, config=config)
+            try:
+                session.run(probe)
+            except tf.errors.OpError:
+                silent.append((task, address))
+            finally:
+                close_session(session, timeout)
+    return silent
 
 
 def _accepts(address):

@@ -96,9 +96,16 @@ def close_session(session, timeout=60.0):
     source error) now and then deadlocks inside TensorFlow (the device manager re-takes its
     own lock while releasing the iterator's multi-device function). The close then goes on
     in a daemon thread and the caller carries on, so the error is still reported and the
-    process still ends.
+    process still ends. A close that fails (a cluster task that died) is logged, not raised:
+    the error that ended the session is the one to report.
     """
-    closer = threading.Thread(target=session.close, name="close-session", daemon=True)
+    def close():
+        try:
+            session.close()
+        except tf.errors.OpError as error:
+            log.debug("closing the TensorFlow session failed: %s", error)
+
+    closer = threading.Thread(target=close, name="close-session", daemon=True)
     closer.start()
     closer.join(timeout)
     if closer.is_alive():

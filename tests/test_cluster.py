@@ -424,3 +424,75 @@ def test_crnn_train_drives_the_cluster_and_the_chief_checkpoints(local_cluster, 
         assert "/job:worker/task:0" in err and "/job:worker/task:1" in err
         reader = tf.train.load_checkpoint(latest_checkpoint(out))
         assert reader.get_tensor("global_step") == 4
+
+
+def cluster_training(servers, tiny_dataset, tmp_path, *extra):
+    """crnn-train on ``servers``' cluster in a process of its own, for far more steps than
+    the test lets it reach; stderr goes to a file."""
+    log_path = str(tmp_path / "train.err")
+    with open(log_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "crnn_multigpu.cli.train", "--cluster",
+                                 servers.cluster_file, "--train", tiny_dataset, "--out",
+                                 str(tmp_path / "run"), "--model", "tiny", "--batch-size", "8",
+                                 "--steps", "100000", "--log-every", "1", "--validate-every",
+                                 "0", "--step-timeout", "10"] + list(extra),
+                                cwd=str(tmp_path), env=server_env(), stdout=subprocess.PIPE,
+                                stderr=err, preexec_fn=default_sigint)
+    return proc, log_path
+
+
+def error_lines(log_path):
+    return [line for line in open(log_path).read().splitlines()
+            if line.startswith("error: ") or "Traceback" in line]
+
+
+def test_a_worker_killed_mid_training_is_one_line_and_the_checkpoint_stays(local_cluster,
+                                                                          tiny_dataset, tmp_path):
+    from crnn_multigpu.checkpoints import latest_checkpoint
+    proc, log_path = cluster_training(local_cluster, tiny_dataset, tmp_path,
+                                      "--checkpoint-every", "3")
+    try:
+        with local_cluster.logs_on_failure():
+            run_dir = str(tmp_path / "run")
+            wait_until(lambda: latest_checkpoint(run_dir) is not None, proc, log_path,
+                       "a first checkpoint")
+            dict((name, p) for name, p, _, _ in local_cluster.procs)["worker1"].kill()
+            # A state, not a speed: the run ends (within --step-timeout and the final save's).
+            assert proc.wait(timeout=HANG_GUARD) == 2, open(log_path).read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = error_lines(log_path)
+    assert len(lines) == 1, open(log_path).read()
+    worker1 = local_cluster.cluster["worker"][1]
+    assert lines[0].startswith("error: /job:worker/task:1 at %s stopped answering" % worker1)
+    assert "task:0" not in lines[0] and "--resume" in lines[0]
+    newest = latest_checkpoint(str(tmp_path / "run"))
+    assert newest is not None and "the newest checkpoint %s is kept" % newest in lines[0]
+
+
+def test_a_worker_port_that_is_not_tensorflow_is_one_line(tiny_dataset, tmp_path):
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)  # accepts TCP (the kernel completes the handshake), never answers
+    ports = free_ports(1)
+    cluster = {"worker": ["127.0.0.1:%d" % ports[0],
+                          "127.0.0.1:%d" % listener.getsockname()[1]]}
+    servers = Servers(tmp_path, cluster)
+    try:
+        servers.start("worker", 0)
+        servers.wait_until_serving()
+        proc, log_path = cluster_training(servers, tiny_dataset, tmp_path)
+        try:
+            assert proc.wait(timeout=HANG_GUARD) == 2, open(log_path).read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    finally:
+        servers.stop()
+        listener.close()
+    lines = error_lines(log_path)
+    assert len(lines) == 1, open(log_path).read()
+    assert lines[0].startswith("error: /job:worker/task:1 at %s stopped answering"
+                               % cluster["worker"][1]), lines
+    assert "no checkpoint was saved" in lines[0]

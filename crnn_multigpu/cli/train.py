@@ -73,6 +73,10 @@ def build_parser():
     parser.add_argument("--connect-timeout", type=non_negative_float, default=60.0,
                         help="with --cluster: seconds to wait for every task to accept "
                              "connections before giving up (default 60)")
+    parser.add_argument("--step-timeout", type=positive_float, default=120.0, metavar="SECONDS",
+                        help="with --cluster: a step (or save, or validation batch) that takes "
+                             "longer ends training with an error naming the tasks that stopped "
+                             "answering, the newest checkpoint kept (default 120)")
     parser.add_argument("--gpus-per-task", type=non_negative_int, default=0,
                         help="with --cluster: towers on each worker's first N GPUs (0: its CPU)")
     parser.add_argument("--steps", type=positive_int,
@@ -163,6 +167,19 @@ def run_config(args, charset):
                 sync_bn=args.sync_bn, precision=args.precision,
                 augment=args.augment, bucket=args.bucket, train=os.path.abspath(args.train),
                 init_from=os.path.abspath(args.init_from) if args.init_from else None)
+
+
+def cluster_failure(args, error):
+    """The one-line error for a cluster whose tasks stopped answering during training."""
+    from crnn_multigpu import cluster
+    silent = cluster.silent_tasks(cluster.load_cluster(args.cluster), timeout=5.0)
+    newest = latest_checkpoint(args.out)
+    return cluster.ClusterFailure(
+        "%s stopped answering during training (%s); %s: restart its crnn-server and run the "
+        "same command with --resume" % (
+            ", ".join("%s at %s" % pair for pair in silent) or "a task of the cluster",
+            type(error).__name__,
+            "the newest checkpoint %s is kept" % newest if newest else "no checkpoint was saved"))
 
 
 def require_a_readable_image(dataset, name):
@@ -309,9 +326,20 @@ def main_body(argv=None):
                         steps,
                         mode, "%g" % args.augment if args.augment else "off",
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
-    session = tf.Session(target, config=session_config(n_cpus))
+    config = session_config(n_cpus)
+    if args.cluster:
+        # gRPC waits for a killed or hung task forever, inside C++ where Ctrl-C cannot reach.
+        config.operation_timeout_in_ms = int(args.step_timeout * 1000)
+    session = tf.Session(target, config=config)
     try:
-        final_step = trainer.train(session, min(steps, args.stop_at or steps), resume=args.resume)
+        try:
+            final_step = trainer.train(session, min(steps, args.stop_at or steps),
+                                       resume=args.resume)
+        except (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
+                tf.errors.AbortedError) as error:
+            if not args.cluster:
+                raise
+            raise cluster_failure(args, error)
         if val_set is not None and final_step >= steps:
             figures = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0)(session)
             figures["step"] = final_step
