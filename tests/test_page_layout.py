@@ -112,3 +112,16 @@ def test_one_column_pages_are_not_split(real_page, tmp_path):
                    DEJAVU + "DejaVuSansMono.ttf", size=10)
     listing = rasterise(pdf, tmp_path, 110)
     assert find_columns(listing) == [(0, listing.width)]
+    # An option list: short labels, a wide gap, long descriptions; read row by row.
+    options = ["-%s <value>%s%s" % (letter, " " * 14, text) for letter, text in zip(
+        "CUENOVYGWBDT", ["Constant rate of packets sent per second.",
+                         "Uniform distribution between two rates.",
+                         "Exponential distribution of the gaps.", "Normal distribution.",
+                         "Poisson distribution of the arrivals.", "Pareto distribution.",
+                         "Cauchy distribution.", "Gamma distribution of the gaps.",
+                         "Weibull distribution.", "Bursty traffic with on/off periods.",
+                         "Disable the Nagle algorithm of TCP.", "Type of service bits."])]
+    pdf = str(tmp_path / "options.pdf")
+    write_text_pdf(pdf, options, DEJAVU + "DejaVuSansMono.ttf", size=9)
+    page = rasterise(pdf, tmp_path, 110, "options")
+    assert find_columns(page) == [(0, page.width)]
