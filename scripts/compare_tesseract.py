@@ -247,10 +247,41 @@ def sample_figures(readings, labels, fold=None):
 
 # ----- the comparison --------------------------------------------------------------------
 
-def compare_samples(title, samples, project_read, tesseract, psm, fold):
+def side_by_side(samples, ours, theirs, path, count=14):
+    """A PNG of lines where the two readings differ: the crop, the truth, both readings
+    (green when exactly right, red when not)."""
+    from PIL import ImageDraw
+    from crnn_multigpu.picture import label_font
+    font = label_font(15)
+    chosen = [i for i in range(len(samples)) if ours[i] != theirs[i]][:count]
+    rows, width = [], 0
+    for i in chosen:
+        crop = Image.open(samples[i][0]).convert("L")
+        crop = crop.resize((max(1, int(crop.width * 36.0 / crop.height)), 36))
+        rows.append((crop, samples[i][1], ours[i], theirs[i]))
+        width = max(width, crop.width, 14 + 9 * max(len(samples[i][1]), len(ours[i]),
+                                                    len(theirs[i])) + 110)
+    canvas = Image.new("RGB", (min(width, 1400), sum(36 + 3 * 20 + 12 for _ in rows) or 1),
+                       "white")
+    draw, y = ImageDraw.Draw(canvas), 0
+    for crop, truth, mine, other in rows:
+        canvas.paste(crop.convert("RGB"), (0, y))
+        y += 38
+        for name, text in (("truth", truth), ("project", mine), ("Tesseract", other)):
+            colour = (0, 0, 0) if name == "truth" else (0, 120, 0) if text == truth else (190, 0, 0)
+            draw.text((4, y), "%-10s %s" % (name, text), fill=colour, font=font)
+            y += 20
+        y += 12
+    canvas.save(path)
+    print("wrote %s" % path, file=sys.stderr)
+
+
+def compare_samples(title, samples, project_read, tesseract, psm, fold, picture=None):
     paths, labels = [p for p, _ in samples], [t for _, t in samples]
     ours = project_read(paths)
     theirs = [tidy(tesseract.read(path, psm)) for path in paths]
+    if picture:
+        side_by_side(samples, ours, theirs, picture)
     rows = [sample_figures(ours, labels, fold), sample_figures(theirs, labels, fold)]
     print("%s: n=%d  project %.1f %% exact, CER %.2f %%  |  Tesseract %.1f %% exact, CER %.2f %%"
           % (title, len(samples), 100 * rows[0]["word_accuracy"], 100 * rows[0]["cer"],
@@ -296,6 +327,7 @@ def main(argv=None):
     parser.add_argument("--lines", type=int, default=300, help="lines cut from the PDFs")
     parser.add_argument("--quick", action="store_true", help="100 words, 100 lines, 1 page a PDF")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--picture", help="a PNG of PDF lines the two systems read differently")
     args = parser.parse_args(argv)
     pdfs = [tuple(spec.rsplit(":", 1)) if ":" in spec else (spec, "1") for spec in args.pdf] \
         if args.pdf else list(RESERVED_PAGES)
@@ -327,7 +359,7 @@ def main(argv=None):
         lines = cut_pdf_lines(scratch, pdfs, args.lines, args.seed)
         figures = compare_samples("lines cut from the PDFs, 150 dpi", lines,
                                   lambda p: project.read_words(project.lines, p),
-                                  tesseract, 7, None)
+                                  tesseract, 7, None, picture=args.picture)
         table["lines cut from the PDFs, 150 dpi"] = [
             ("lines exactly right", figures[0]["word_accuracy"], figures[1]["word_accuracy"],
              len(lines)),
