@@ -55,20 +55,26 @@ class Charset(object):
         chars = []
         first_line = {}
         # utf-8-sig: editors on Windows like to prepend a byte-order mark.
-        with io.open(path, "r", encoding="utf-8-sig", newline="") as handle:
-            for line_number, line in enumerate(handle, 1):
-                char = line.rstrip("\r\n")
-                if not char:
-                    continue
-                if len(char) != 1:
-                    raise ValueError("%s line %d: %r has %d characters; put exactly one character "
-                                     "on each line (check for trailing spaces)"
-                                     % (path, line_number, char, len(char)))
-                if char in first_line:
-                    raise ValueError("%s line %d: %r already appears on line %d; delete one of them"
-                                     % (path, line_number, char, first_line[char]))
-                first_line[char] = line_number
-                chars.append(char)
+        with io.open(path, "rb") as handle:
+            data = handle.read()
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise ValueError("charset file %s is not UTF-8 text (byte %d, line %d); save it as "
+                             "UTF-8" % (path, error.start, data[:error.start].count(b"\n") + 1))
+        for line_number, line in enumerate(io.StringIO(text, newline=""), 1):
+            char = line.rstrip("\r\n")
+            if not char:
+                continue
+            if len(char) != 1:
+                raise ValueError("%s line %d: %r has %d characters; put exactly one character "
+                                 "on each line (check for trailing spaces)"
+                                 % (path, line_number, char, len(char)))
+            if char in first_line:
+                raise ValueError("%s line %d: %r already appears on line %d; delete one of them"
+                                 % (path, line_number, char, first_line[char]))
+            first_line[char] = line_number
+            chars.append(char)
         if not chars:
             raise ValueError("charset file %s has no characters: put one character on each line"
                              % path)

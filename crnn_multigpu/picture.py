@@ -1,4 +1,6 @@
 """A picture of inputs and their predicted text, to see what the recognizer does."""
+import os
+
 import numpy as np
 from PIL import Image, ImageDraw
 
@@ -12,7 +14,10 @@ def label_font(size=18):
     """A monospaced system font for captions (Pillow's bitmap font if none is found)."""
     from PIL import ImageFont
     try:
-        fonts = [f for f in find_fonts() if "Mono" in f] or find_fonts()
+        fonts = find_fonts()
+        # DejaVu Sans Mono where it is installed (every test machine), else any upright mono.
+        fonts = [f for f in fonts if os.path.basename(f) == "DejaVuSansMono.ttf"] or \
+            [f for f in fonts if "Mono" in f and "italic" not in f.lower()] or fonts
         return ImageFont.truetype(fonts[0], size)
     except (OSError, IndexError, FileNotFoundError):
         return ImageFont.load_default()

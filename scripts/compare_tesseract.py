@@ -8,7 +8,7 @@ Usage::
 
 Material (by default the project's reserved material, which no model trained, validated or
 was chosen on): single words rendered in the reserved type families (Liberation, FreeFont,
-URW base35, TeX Gyre); words and lines cut from real PDFs and whole pages of them, rasterised
+URW base35, TeX Gyre) in clean print; words and lines cut from real PDFs and whole pages of them, rasterised
 by poppler at 110, 150 and 300 dpi and in a scanner's look (300 dpi, a slight rotation, blur,
 noise, grey paper). The truth of a PDF is poppler's text layer (``pdftotext -bbox-layout``),
 its typographic characters spelt in ASCII.
@@ -71,16 +71,25 @@ class Tesseract(object):
                  "or apt-get install tesseract-ocr tesseract-ocr-eng)")
         self.version = version.splitlines()[0]
         self.env = dict(os.environ, OMP_THREAD_LIMIT="1")
+        self.read_before = {}  # (path, psm) -> text: both word models are compared on one set
 
     def read(self, path, psm):
         """The text Tesseract reads in the image file ``path`` with page segmentation ``psm``."""
-        done = subprocess.run(["tesseract", path, "stdout", "--psm", str(psm), "-l", "eng"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env)
-        return done.stdout.decode("utf-8", "replace")
+        if (path, psm) not in self.read_before:
+            done = subprocess.run(["tesseract", path, "stdout", "--psm", str(psm), "-l", "eng"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env)
+            self.read_before[path, psm] = done.stdout.decode("utf-8", "replace")
+        return self.read_before[path, psm]
+
+    def text(self, path, psm):
+        """The text read, its typographic characters spelt in ASCII as the truth's are (the
+        project's models write ASCII), spaces tidied."""
+        return tidy(ascii_spelling(self.read(path, psm)))
 
     def lines(self, path, psm):
-        """Non-empty lines of the text read, spaces tidied."""
-        return [tidy(line) for line in self.read(path, psm).splitlines() if line.strip()]
+        """Non-empty lines of the text read, spelt and tidied as ``text``."""
+        return [tidy(ascii_spelling(line)) for line in self.read(path, psm).splitlines()
+                if line.strip()]
 
 
 class Project(object):
@@ -158,22 +167,32 @@ def layout_rows(pdf, page):
 
 
 def render_words(out, count, seed):
-    """``count`` dictionary words rendered in the reserved families; [(path, label)]."""
-    from crnn_multigpu.datasets.fonts import find_fonts, is_reserved
-    from crnn_multigpu.datasets.synthetic import make_generator
-    charset = Charset.default()
-    fonts = [path for path in find_fonts(chars=charset.chars, include_reserved=True)
+    """``count`` dictionary words set in clean print (dark on white, 20-44 px, no neighbours
+    or degradations) in the reserved families; ``([(path, label)], number of faces)``."""
+    from PIL import ImageDraw
+    from crnn_multigpu.datasets.fonts import find_fonts, is_reserved, load_font
+    from crnn_multigpu.datasets.words import default_word_list
+    fonts = [path for path in find_fonts(chars=Charset.default().chars, include_reserved=True)
              if is_reserved(path)]
     if not fonts:
         fail("no reserved type families installed (Liberation, FreeFont, URW base35, TeX Gyre); "
              "run scripts/install_system_packages.sh --compare")
-    generator = make_generator(charset, fonts, seed=seed, difficulty=0.1, kinds=["word"])
-    samples = []
+    if default_word_list() is None:
+        fail("no system word list; apt-get install wamerican")
+    with open(default_word_list(), encoding="utf-8") as stream:
+        words = sorted(set(w for w in stream.read().split() if re.fullmatch(r"[a-z]{2,12}", w)))
+    rng, samples = np.random.RandomState(seed), []
     for index in range(count):
-        image, label = generator.sample(index)
+        word = words[rng.randint(len(words))]
+        word = (word, word.capitalize(), word.upper())[rng.choice(3, p=(0.6, 0.3, 0.1))]
+        font = load_font(fonts[rng.randint(len(fonts))], int(rng.randint(20, 45)))
+        left, top, right, bottom = font.getbbox(word)
+        margin = max(4, (bottom - top) // 3)
+        image = Image.new("L", (right - left + 2 * margin, bottom - top + 2 * margin), 255)
+        ImageDraw.Draw(image).text((margin - left, margin - top), word, fill=0, font=font)
         path = os.path.join(out, "render%05d.png" % index)
         image.save(path)
-        samples.append((path, label))
+        samples.append((path, word))
     return samples, len(set(fonts))
 
 
@@ -279,7 +298,7 @@ def side_by_side(samples, ours, theirs, path, count=14):
 def compare_samples(title, samples, project_read, tesseract, psm, fold, picture=None):
     paths, labels = [p for p, _ in samples], [t for _, t in samples]
     ours = project_read(paths)
-    theirs = [tidy(tesseract.read(path, psm)) for path in paths]
+    theirs = [tesseract.text(path, psm) for path in paths]
     if picture:
         side_by_side(samples, ours, theirs, picture)
     rows = [sample_figures(ours, labels, fold), sample_figures(theirs, labels, fold)]
@@ -299,7 +318,8 @@ def compare_pages(pdfs, project, tesseract, scratch, seed):
         truth = [text for _, text in layout_rows(pdf, page) if text]
         for look in PAGE_LOOKS:
             dpi = 300 if look == "scanned" else int(look.split()[0])
-            path = rasterise(pdf, page, dpi, os.path.join(scratch, "fullpage"))
+            path = rasterise(pdf, page, dpi, os.path.join(scratch, "%s-%d-%s" % (
+                os.path.basename(pdf), page, look.replace(" ", ""))))
             if look == "scanned":
                 scanned_look(path, rng)
             started = time.time()

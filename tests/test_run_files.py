@@ -145,3 +145,12 @@ def test_a_validation_set_without_readable_images_is_refused(tiny_dataset, tmp_p
                                    str(tmp_path / "run"), "--steps", "2"] + TINY, capsys)
     assert "none of the 48 image(s) of --val %s could be read" % missing in line
     assert not os.path.exists(str(tmp_path / "run" / "checkpoints"))
+
+
+def test_a_charset_file_that_is_not_utf8_is_named(tiny_dataset, tmp_path, capsys):
+    charset = tmp_path / "latin1.txt"
+    charset.write_bytes(b"a\n\xe9\nb\n")
+    line = error_line(train.main, ["--train", tiny_dataset, "--out", str(tmp_path / "run"),
+                                   "--charset", str(charset)] + TINY, capsys)
+    assert line == "error: charset file %s is not UTF-8 text (byte 2, line 2); save it as UTF-8" \
+        % charset
