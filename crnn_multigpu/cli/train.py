@@ -326,11 +326,11 @@ def main_body(argv=None):
                         steps,
                         mode, "%g" % args.augment if args.augment else "off",
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
-    config = session_config(n_cpus)
+    settings = session_config(n_cpus)
     if args.cluster:
         # gRPC waits for a killed or hung task forever, inside C++ where Ctrl-C cannot reach.
-        config.operation_timeout_in_ms = int(args.step_timeout * 1000)
-    session = tf.Session(target, config=config)
+        settings.operation_timeout_in_ms = int(args.step_timeout * 1000)
+    session = tf.Session(target, config=settings)
     try:
         try:
             final_step = trainer.train(session, min(steps, args.stop_at or steps),
