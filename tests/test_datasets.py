@@ -15,6 +15,7 @@ from crnn_multigpu.datasets import (BatchLoader, FolderDataset, LmdbDataset, Syn
                                     font_supports, iterate_batches, load_image, make_batch,
                                     open_dataset, read_labels, split_fonts, write_dataset,
                                     write_labels, write_lmdb)
+from crnn_multigpu.datasets.fonts import FONT_EXTENSIONS
 
 CHARSET = Charset.default()
 
@@ -195,7 +196,7 @@ def fonts():
 
 
 def test_find_fonts_and_split(fonts, tmp_path, monkeypatch):
-    assert fonts == sorted(fonts) and all(f.endswith((".ttf", ".otf")) for f in fonts)
+    assert fonts == sorted(fonts) and all(f.lower().endswith(FONT_EXTENSIONS) for f in fonts)
     assert font_supports(fonts[0], "abc123") and not font_supports(fonts[0], u"中")
     train, heldout = split_fonts(fonts, 0.25, seed=0)
     assert (train, heldout) == split_fonts(list(reversed(fonts)), 0.25, seed=0)
@@ -352,6 +353,6 @@ def test_generate_cli_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "no" in err and err.count("\n") == 1
     assert generate.main(["--out", str(tmp_path / "x"), "--font-dir", str(tmp_path)]) == 2
-    assert "no .ttf/.otf/.pfb fonts found" in capsys.readouterr().err
+    assert "no .ttf/.otf/.pfb/.woff fonts found" in capsys.readouterr().err
     assert generate.main(["--out", str(tmp_path / "x"), "--min-len", "5", "--max-len", "2"]) == 2
     assert generate.main(["--count", "3"]) == 2  # --out is required
