@@ -19,9 +19,9 @@ plus ``sources.tsv`` (image, PDF, page, box in points) for tracing a sample back
 ``--from-list`` reads ``package path`` lines (``#`` comments); a missing file is
 an error naming the Debian package to install. The fonts of the listed PDFs
 (their ``pdffonts`` summaries are comments in the list) may overlap with
-training fonts only by chance; some are project-reserved families (Computer
-Modern), which is fine for test material. The PDFs the project reserves for
-its independent checks (``RESERVED_PDFS``; scripts/compare_tesseract.py reads them) are refused. Needs poppler-utils.
+training fonts (Computer Modern is trained on). The PDFs the project reserves
+for its independent checks (``RESERVED_PDFS``; scripts/compare_tesseract.py
+reads them) are refused. Needs poppler-utils.
 """
 import argparse
 import html
