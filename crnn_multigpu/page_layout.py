@@ -47,7 +47,10 @@ def _sharpness(rows, cols, angle, height):
 def estimate_skew(image):
     """The angle in degrees (counter-clockwise positive, as ``Image.rotate`` takes it) by
     which the text rows of the page ``image`` are turned; 0.0 for a page with no ink."""
-    ink = ink_mask(image.convert("L"))
+    return _skew_of_ink(ink_mask(image.convert("L")))
+
+
+def _skew_of_ink(ink):
     rows, cols = _ink_points(ink)
     if rows.size < 100:
         return 0.0
@@ -64,11 +67,12 @@ def deskew(image):
     """``(image, angle)``: the page turned back by its :func:`estimate_skew` angle (mode L,
     same size, corners filled with the paper's grey); unchanged below ``MIN_SKEW``."""
     grey = image.convert("L")
-    angle = estimate_skew(grey)
+    ink = ink_mask(grey)  # once: the skew and the paper's grey both come from it
+    angle = _skew_of_ink(ink)
     if abs(angle) < MIN_SKEW:
         return grey, 0.0
     pixels = np.asarray(grey)
-    paper = int(np.median(pixels[~ink_mask(grey)])) if pixels.size else 255
+    paper = int(np.median(pixels[~ink])) if pixels.size else 255
     return grey.rotate(-angle, resample=Image.BICUBIC, fillcolor=paper), angle
 
 
