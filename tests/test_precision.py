@@ -157,7 +157,10 @@ def toy_batch(n=4, scale=1.0, seed=0):
 
 
 def test_overflow_is_skipped_and_the_scale_halves_then_doubles(make_session):
-    policy = precision.MixedFloat16(initial_scale=2.0 ** 10, growth_steps=2)
+    # A small scale, so no finite step's gradient (batch norm over 2 examples a tower can make
+    # it large) overflows float16 whatever the initial weights; the graph seed fixes them too.
+    tf.set_random_seed(7)
+    policy = precision.MixedFloat16(initial_scale=2.0 ** 4, growth_steps=2)
     wrapper = MultiGpuModel(DenseBatchNorm, devices=cpu_devices(2), precision=policy,
                             optimizer=tf.train.AdamOptimizer(0.1))
     session = make_session()
@@ -168,18 +171,18 @@ def test_overflow_is_skipped_and_the_scale_halves_then_doubles(make_session):
         session.run(wrapper.objective, wrapper.feed_dict(wrapper.split(batch)))
         return session.run([scale, good_steps, wrapper.global_step])
 
-    assert step(toy_batch(seed=1)) == [1024.0, 1, 1]
+    assert step(toy_batch(seed=1)) == [16.0, 1, 1]
     before = values(session)
     assert {"bn/moving_mean", "hidden/kernel/Adam", "beta1_power"} <= set(before)
     # 1e5 is beyond float16's range (65504): the towers' input overflows to inf.
-    assert step(toy_batch(scale=1e5, seed=2)) == [512.0, 0, 2]
+    assert step(toy_batch(scale=1e5, seed=2)) == [8.0, 0, 2]
     after = values(session)
     changed = [n for n in before if n != "global_step" and n.split("/")[0] != "loss_scale"
                and not np.array_equal(before[n], after[n])]
     assert changed == [], "a skipped step changed %s" % changed
-    assert step(toy_batch(seed=3)) == [512.0, 1, 3]
+    assert step(toy_batch(seed=3)) == [8.0, 1, 3]
     assert not np.array_equal(values(session)["hidden/kernel"], after["hidden/kernel"])
-    assert step(toy_batch(seed=4)) == [1024.0, 0, 4], "two finite steps in a row double the scale"
+    assert step(toy_batch(seed=4)) == [16.0, 0, 4], "two finite steps in a row double the scale"
 
 
 def test_nonfinite_at_the_minimum_scale_is_the_ordinary_error(make_session):
