@@ -341,7 +341,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pdf", action="append", metavar="FILE:PAGES",
                         help="a PDF and its pages for lines and pages (default: the reserved PDFs)")
-    parser.add_argument("--line-model", default=os.path.join(ROOT, "models", "lines"))
+    parser.add_argument("--line-model", default=os.path.join(ROOT, "models", "text"))
     parser.add_argument("--word-model", default=os.path.join(ROOT, "models", "words"))
     parser.add_argument("--words", type=int, default=400, help="words per word set")
     parser.add_argument("--lines", type=int, default=300, help="lines cut from the PDFs")

@@ -97,7 +97,7 @@ def test_evaluate_counts_bad_images_as_unreadable(tiny_dataset, hostile, tmp_pat
     assert len(open_dataset(root).width_keys(range(len(open_dataset(root))))) == figures["n"] + 2
 
 
-@pytest.mark.parametrize("mode", [[], ["--lines"]])
+@pytest.mark.parametrize("mode", [[], ["--model", "words"]])
 def test_a_blank_image_reads_as_nothing(hostile, tmp_path, capsys, mode):
     blank = str(tmp_path / "blank.png")
     Image.new("L", (200, 40), 231).save(blank)

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from crnn_multigpu.cli import evaluate, predict
-from crnn_multigpu.cli.evaluate import SHIPPED_MODEL
+from crnn_multigpu.cli.evaluate import SHIPPED_MODELS
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.datasets.lines import ascii_spelling
 from crnn_multigpu.page import (DESCENDER, LineBox, baseline_row, crop_line, find_lines,
@@ -146,9 +146,9 @@ def test_predict_page_prints_one_line_per_row(tmp_path, capsys):
     path = str(tmp_path / "page.png")
     page.save(path)
     picture = str(tmp_path / "boxes.png")
-    # The word model (fixed width 100, 0-9a-z) reads single words; whole lines are for a
-    # line model. What is tested is the page's shape, and that a word line is read.
-    assert predict.main(["--page", "--checkpoint", SHIPPED_MODEL, path, "--picture",
+    # The word model (fixed width 100, 0-9a-z) reads single words; whole lines are for the
+    # text model. What is tested is the page's shape, and that a word line is read.
+    assert predict.main(["--page", "--checkpoint", SHIPPED_MODELS["words"], path, "--picture",
                          picture]) == 0
     lines = capsys.readouterr().out.rstrip("\n").split("\n")
     assert len(lines) == len(truth) - 1
@@ -156,11 +156,11 @@ def test_predict_page_prints_one_line_per_row(tmp_path, capsys):
     assert Image.open(picture).size == (2 * page.size[0], page.size[1])
 
 
-def test_the_shipped_line_model_reads_a_printed_page(tmp_path, capsys):
+def test_the_shipped_text_model_reads_a_printed_page(tmp_path, capsys):
     page, truth = render_page()
     path = str(tmp_path / "page.png")
     page.save(path)
-    assert predict.main(["--page", path]) == 0  # no --checkpoint: models/lines
+    assert predict.main(["--page", path]) == 0  # no --checkpoint: models/text
     read = capsys.readouterr().out.rstrip("\n").split("\n")
     # The right-hand piece joins its row; the row of dots is read as some row of marks.
     rows = [text for text, _ in truth[:-2]] + [truth[-2][0] + " " + truth[-1][0]]
@@ -171,18 +171,21 @@ def test_the_shipped_line_model_reads_a_printed_page(tmp_path, capsys):
     assert sum(r == t for r, t in words) >= 4, list(zip(read, rows))
 
 
-def test_page_and_lines_without_a_line_model_say_how_to_make_one(tmp_path, capsys,
-                                                                   monkeypatch):
-    missing = str(tmp_path / "models" / "lines")
-    monkeypatch.setattr(evaluate, "SHIPPED_LINE_MODEL", missing)
-    monkeypatch.setattr(predict, "SHIPPED_LINE_MODEL", missing)
+def test_page_and_lines_without_the_text_model_say_how_to_make_one(tmp_path, capsys,
+                                                                     monkeypatch):
+    missing = str(tmp_path / "models" / "text")
+    monkeypatch.setitem(evaluate.SHIPPED_MODELS, "text", missing)
     path = str(tmp_path / "page.png")
     render_page()[0].save(path)
     for flag in ("--page", "--lines"):
         assert predict.main([flag, path]) == 2
         error = capsys.readouterr().err
-        assert error.count("\n") == 1 and "error: no --checkpoint given and no line model" \
-            in error and "make train-lines" in error
+        assert error.count("\n") == 1 and "error: no --checkpoint given and the shipped model " \
+            "is missing from %s" % missing in error and "make train-lines" in error
+    # The word model cannot read lines: said, not tried.
+    assert predict.main(["--page", "--model", "words", path]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "need the text model" in error
     assert LineBox(0, 0, 1, 1, 0).row == 0
 
 

@@ -138,8 +138,9 @@ def test_strategies_share_checkpoints_and_evaluation_runs_on_towers(datasets, tm
     # The tiny run reads little yet, but each image's log probability is its own.
     assert predicted("3") == predicted("1")
 
-    def evaluated(towers):  # the shipped word model: outputs worth comparing
-        assert evaluate.main(["--data", folder, "--batch-size", "7", "--towers", towers]) == 0
+    def evaluated(towers):  # the shipped text model: outputs worth comparing
+        assert evaluate.main(["--data", folder, "--batch-size", "7", "--towers", towers,
+                              "--fold-case"]) == 0
         return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
     one = evaluated("1")
@@ -223,6 +224,7 @@ def test_init_from_takes_weights_and_starts_the_optimizer_afresh(datasets, tmp_p
 @pytest.mark.parametrize("extra,message", [
     (["--model", "small"], "holds crnn/conv1/kernel with shape [3, 3, 1, 8], this model's is"),
     (["--charset", "CHARSET"], "was trained on other characters (36)"),
+    (["--init-from", "MISSING"], "--init-from MISSING does not exist"),
 ])
 def test_init_from_another_model_is_one_line(datasets, tmp_path, capsys, extra, message):
     folder, _ = datasets
@@ -230,7 +232,10 @@ def test_init_from_another_model_is_one_line(datasets, tmp_path, capsys, extra, 
     assert run_train(["--train", folder, "--out", source, "--steps", "2"] + TINY) == 0
     charset = tmp_path / "letters.txt"
     charset.write_text(u"\n".join("abcdefghijklmnopqrstuvwxyz0123456789!") + u"\n")
-    extra = [str(charset) if item == "CHARSET" else item for item in extra]
+    missing = str(tmp_path / "no-such-run")
+    extra = [str(charset) if item == "CHARSET" else missing if item == "MISSING" else item
+             for item in extra]
+    message = message.replace("MISSING", missing)
     capsys.readouterr()
     argv = ["--train", folder, "--out", str(tmp_path / "tuned"), "--steps", "2", "--init-from",
             source] + TINY + extra
@@ -241,6 +246,10 @@ def test_init_from_another_model_is_one_line(datasets, tmp_path, capsys, extra, 
 
 def test_evaluate_can_score_folded_labels(datasets, tmp_path, capsys):
     folder, _ = datasets  # read by the shipped word model (lower case and digits)
+    capsys.readouterr()
+    # The case-sensitive text model on case-blind labels: scored as asked, with a note.
+    assert evaluate.main(["--data", folder]) == 0
+    assert "--fold-case --alnum scores case-blind labels" in capsys.readouterr().err
     shouting = tmp_path / "shouting"
     os.makedirs(str(shouting))
     os.symlink(os.path.join(folder, "images"), str(shouting / "images"))
@@ -253,7 +262,7 @@ def test_evaluate_can_score_folded_labels(datasets, tmp_path, capsys):
     scores = {}
     for name, data, flags in (("plain", folder, []), ("shouting", str(shouting), []),
                               ("folded", str(shouting), ["--fold-case", "--alnum"])):
-        assert evaluate.main(["--data", data] + flags) == 0
+        assert evaluate.main(["--data", data, "--model", "words"] + flags) == 0
         scores[name] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert scores["plain"]["word_accuracy"] > 0.5
     assert scores["shouting"]["word_accuracy"] == 0.0

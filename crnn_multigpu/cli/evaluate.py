@@ -14,9 +14,7 @@ from crnn_multigpu.cli.common import (ArgumentParser, non_negative_int, positive
 
 def build_parser():
     parser = ArgumentParser(prog="crnn-evaluate", description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint",
-                        help="run directory of crnn-train (or a checkpoint path prefix inside it; "
-                             "default: the shipped word model, models/words)")
+    add_model_arguments(parser)
     parser.add_argument("--data", required=True, help="dataset: folder with labels.txt, or LMDB")
     parser.add_argument("--beam-width", type=non_negative_int, default=0,
                         help="0: greedy; >1: CTC beam search")
@@ -77,38 +75,73 @@ def lexicon_decoder(args, words, charset):
 # The models shipped in the repository (their README.md says how they were trained).
 MODELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "models")
-SHIPPED_MODEL = os.path.join(MODELS_DIR, "words")
-SHIPPED_LINE_MODEL = os.path.join(MODELS_DIR, "lines")
+SHIPPED_MODELS = {
+    # Printable ASCII, case-sensitive, any width: words, lines and pages.
+    "text": os.path.join(MODELS_DIR, "text"),
+    # 36 classes (digits, lower case), 100 px wide words: the CRNN paper's setting.
+    "words": os.path.join(MODELS_DIR, "words"),
+}
+DEFAULT_MODEL = "text"
+# What crnn-predict reads single word crops with when no model is named: the word model, which
+# reads tight word crops better than the text model so far (models/text/README.md).
+WORD_CROP_MODEL = "words"
 
 
-def resolve_run(path, shipped=SHIPPED_MODEL):
+def add_model_arguments(parser):
+    """--checkpoint and --model (shared with crnn-predict): which model reads."""
+    parser.add_argument("--checkpoint",
+                        help="run directory of crnn-train, or a checkpoint path prefix inside it "
+                             "(default: the shipped model named by --model)")
+    parser.add_argument("--model", choices=sorted(SHIPPED_MODELS),
+                        help="a shipped model, used when no --checkpoint is given: text "
+                             "(models/text: the 95 printable ASCII characters, words, lines and "
+                             "pages; the default but for crnn-predict's word crops) or words "
+                             "(models/words: single words in digits and lower case)")
+
+
+def chosen_run(args, default=DEFAULT_MODEL):
+    """``(run_dir, checkpoint prefix or None)`` of --checkpoint, or --model (else ``default``)."""
+    if args.checkpoint is not None and args.model is not None:
+        raise ValueError("give --checkpoint or --model, not both: --model names a shipped "
+                         "model, used when there is no --checkpoint")
+    if args.checkpoint is None:
+        return resolve_run(None, SHIPPED_MODELS[args.model or default])
+    return resolve_run(args.checkpoint)
+
+
+def resolve_run(path, shipped=SHIPPED_MODELS[DEFAULT_MODEL], flag="--checkpoint"):
     """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder.
 
-    ``None`` means the shipped model ``shipped`` (the word model unless told otherwise).
+    ``None`` means the shipped model at ``shipped`` (the text model unless told otherwise);
+    ``flag`` is the option the path came from, for the error messages.
     """
     if path is None:
         if os.path.isfile(os.path.join(shipped, "config.json")):
             return shipped, None
-        if shipped == SHIPPED_LINE_MODEL:
-            raise FileNotFoundError("no --checkpoint given and no line model is shipped yet (%s "
-                                    "has no config.json): train one with `make train-lines` and "
-                                    "pass --checkpoint runs/lines/run" % shipped)
         raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
-                                "%s; pass the --out folder of crnn-train" % shipped)
+                                "%s (it has no config.json); pass the --out folder of crnn-train "
+                                "as --checkpoint (e.g. runs/lines/run after make train-lines)"
+                                % shipped)
     if os.path.isdir(path):
         return path, None
     if os.path.isfile(path):
-        raise FileNotFoundError("--checkpoint %s is a file; pass the run directory that holds it "
+        raise FileNotFoundError("%s %s is a file; pass the run directory that holds it "
                                 "(%s), or a checkpoint prefix without its extension (e.g. "
                                 "RUN/checkpoints/model.ckpt-1000)"
-                                % (path, os.path.dirname(os.path.abspath(path))))
+                                % (flag, path, os.path.dirname(os.path.abspath(path))))
     if not glob.glob(glob.escape(path) + ".*"):
-        raise FileNotFoundError("--checkpoint %s does not exist: pass the --out directory of "
+        raise FileNotFoundError("%s %s does not exist: pass the --out directory of "
                                 "crnn-train (or a checkpoint prefix inside its checkpoints/)"
-                                % os.path.abspath(path))
+                                % (flag, os.path.abspath(path)))
     folder = os.path.dirname(path)
     run_dir = os.path.dirname(folder) if os.path.basename(folder) == "checkpoints" else folder
     return run_dir, path
+
+
+def reads_case(charset):
+    """True when ``charset`` holds both cases of some letter (the model tells them apart)."""
+    chars = set(charset.chars)
+    return any(char.upper() in chars for char in chars if char.islower())
 
 
 def main_body(argv=None):
@@ -119,7 +152,7 @@ def main_body(argv=None):
     from crnn_multigpu.datasets import open_dataset
     from crnn_multigpu.inference import Recognizer
     from crnn_multigpu.metrics import scoring_fold
-    run_dir, checkpoint = resolve_run(args.checkpoint)
+    run_dir, checkpoint = chosen_run(args)
     # Labels outside the charset cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
@@ -131,6 +164,11 @@ def main_body(argv=None):
         sys.stderr.flush()
 
     fold = scoring_fold(args.fold_case, args.alnum) if args.fold_case or args.alnum else None
+    if fold is None and reads_case(recognizer.charset) and not any(
+            text != text.lower() for text in dataset.texts):
+        sys.stderr.write("note: the labels of %s have no capitals but the model reads case; "
+                         "--fold-case --alnum scores case-blind labels (such as a 36-class word "
+                         "set) fairly\n" % args.data)
     figures, examples = recognizer.evaluate(dataset, args.batch_size, progress=progress,
                                             fold=fold)
     sys.stderr.write("\n")

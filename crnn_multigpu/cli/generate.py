@@ -61,8 +61,9 @@ def build_parser():
     parser.add_argument("--kinds", metavar="K,K",
                         help="kinds of text, comma-separated, from word (dictionary words), number, "
                              "code (letters and digits), pseudo (pronounceable), random; with "
-                             "--lines from prose, phrase, code, numbers (default: these four, mixed) and "
-                             "table (rows of short cells, drawn only when named)")
+                             "--lines from prose, phrase, code, numbers (default: these four, mixed), "
+                             "table (rows of short cells) and confusable (identifiers and codes "
+                             "of look-alike glyphs: 1/l/I, 0/O), the last two drawn only when named")
     parser.add_argument("--min-len", type=positive_int,
                         default=1, help="shortest text (default: 1)")
     parser.add_argument("--max-len", type=positive_int,

@@ -1,6 +1,8 @@
 """crnn-predict: recognise text in image files; one line per image, path<TAB>text.
 
-``--lines``: the images are whole printed lines (the shipped line model reads them).
+Word crops are read by the shipped word model (models/words: digits and lower case) unless
+``--model text`` or ``--checkpoint`` names another; ``--lines``: the images are whole printed
+lines, read by the shipped text model (models/text: case, spaces, punctuation).
 ``--page``: the images are printed pages: each is straightened and split into its columns
 (crnn_multigpu.page_layout), its lines found (crnn_multigpu.page) and read, and its text printed
 one line per line, column after column, pages separated by a form feed.
@@ -10,19 +12,18 @@ import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, non_negative_int, refuse_to_overwrite,
                                       run_main, setup_logging)
-from crnn_multigpu.cli.evaluate import (SHIPPED_LINE_MODEL, SHIPPED_MODEL, add_lexicon_arguments,
-                                        add_towers_argument, lexicon_decoder, lexicon_words,
-                                        resolve_run)
+from crnn_multigpu.cli.evaluate import (WORD_CROP_MODEL, add_lexicon_arguments,
+                                        add_model_arguments, add_towers_argument, chosen_run,
+                                        lexicon_decoder, lexicon_words)
 
 
 def build_parser():
     parser = ArgumentParser(prog="crnn-predict", description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", help="run directory of crnn-train (default: the shipped "
-                                             "word model, models/words; with --lines or --page "
-                                             "the shipped line model, models/lines)")
+    add_model_arguments(parser)
     parser.add_argument("images", nargs="+", help="image files, any size and mode")
     parser.add_argument("--lines", action="store_true",
-                        help="the images are whole printed lines (case, spaces, punctuation)")
+                        help="the images are whole printed lines (case, spaces, punctuation): "
+                             "read by the shipped text model unless --checkpoint names another")
     parser.add_argument("--page", action="store_true",
                         help="the images are printed pages (scans at any dpi, turned by up to 5 "
                              "degrees, one or two columns): find their lines and print each "
@@ -72,8 +73,10 @@ def main_body(argv=None):
     words = lexicon_words(args)
     from crnn_multigpu.datasets import load_image
     from crnn_multigpu.inference import Recognizer
-    shipped = SHIPPED_LINE_MODEL if args.lines or args.page else SHIPPED_MODEL
-    run_dir, checkpoint = resolve_run(args.checkpoint, shipped)
+    if (args.lines or args.page) and args.model == "words":
+        raise ValueError("--model words reads single words of digits and lower case; whole lines "
+                         "and pages need the text model (drop --model, or --model text)")
+    run_dir, checkpoint = chosen_run(args, "text" if args.lines or args.page else WORD_CROP_MODEL)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
                             towers=args.towers)
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)

@@ -102,7 +102,7 @@ def build_parser():
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     parser.add_argument("--init-from", metavar="RUN",
                         help="start this run from the weights of another: a run directory, a "
-                             "shipped model (models/lines, models/words) or a checkpoint prefix; "
+                             "shipped model (models/text, models/words) or a checkpoint prefix; "
                              "the optimizer and the step start afresh (fine-tuning on your data)")
     parser.add_argument("--checkpoint-every", type=non_negative_int, default=500,
                         help="steps between checkpoints (0: only at the end)")
@@ -197,7 +197,7 @@ def warm_start_checkpoint(args, config):
     """The checkpoint prefix ``--init-from`` names, checked to write the same characters."""
     if not args.init_from:
         return None
-    run_dir, prefix = resolve_run(args.init_from)
+    run_dir, prefix = resolve_run(args.init_from, flag="--init-from")
     prefix = require_checkpoint(run_dir, prefix)
     if os.path.isfile(os.path.join(run_dir, "config.json")):
         charset = load_config(run_dir).get("charset")
