@@ -17,7 +17,9 @@ fall between them, so a resumed run repeats an interrupted step from its first m
 """
 import itertools
 import logging
+import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -38,27 +40,78 @@ class NonFiniteLossError(RuntimeError):
 
 
 class StopRequested(object):
-    """Turns SIGINT/SIGTERM into a flag checked between steps (no half-applied step)."""
+    """Turns SIGINT/SIGTERM into a flag checked between steps (no half-applied step); a second
+    one leaves at once.
 
-    def __init__(self):
+    The flag is Python's: it is seen only when the step in progress returns, which on a
+    cluster whose task hangs is not before ``--step-timeout``. So the signals also reach a
+    watcher thread through :func:`signal.set_wakeup_fd`, which C writes to at once, even while
+    the main thread waits inside TensorFlow: on the first it says what will happen, on the
+    second it ends the process without saving. That is as safe as a kill: checkpoints are
+    written to new files and named only when complete, so the newest one stays readable.
+    """
+
+    def __init__(self, run_dir=None):
         self.signal_name, self.signal_number = None, None
+        self.run_dir = run_dir
         self._previous = {}
+        self._watcher = None
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._previous[sig] = signal.signal(sig, self._handle)
+            self._reader, self._writer = socket.socketpair()
+            self._writer.setblocking(False)
+            self._previous_fd = signal.set_wakeup_fd(self._writer.fileno())
+            self._watcher = threading.Thread(target=self._watch, name="StopRequested",
+                                             daemon=True)
+            self._watcher.start()
         return self
 
     def _handle(self, signum, frame):
         self.signal_name, self.signal_number = signal.Signals(signum).name, int(signum)
 
+    def _watch(self):
+        seen = 0
+        while True:
+            try:
+                data = self._reader.recv(64)
+            except OSError:
+                return
+            if not data:
+                return  # __exit__ closed the other end
+            for number in bytearray(data):
+                if number not in (signal.SIGINT, signal.SIGTERM):
+                    continue
+                seen += 1
+                name = signal.Signals(number).name
+                where = "the newest checkpoint in %s" % self.run_dir if self.run_dir else \
+                    "the newest checkpoint"
+                if seen == 1:
+                    _stderr_line("%s: stopping after the step in progress, then saving; send it "
+                                 "again (Ctrl-C) to leave at once without saving" % name)
+                else:
+                    _stderr_line("%s again: leaving now without saving; continue from %s with "
+                                 "the same command plus --resume" % (name, where))
+                    os._exit(128 + number)
+
     def __exit__(self, *exc):
+        if self._watcher is not None:
+            signal.set_wakeup_fd(self._previous_fd)
+            self._writer.close()  # the watcher reads the end of the stream and returns
+            self._watcher.join()
+            self._reader.close()
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
 
     def __bool__(self):
         return self.signal_name is not None
+
+
+def _stderr_line(text):
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 class _ProgressWindow(object):
@@ -193,7 +246,7 @@ class Trainer(object):
             (s, self.batch_for_step(s)) for s in itertools.count(step * self.accumulate))
         window, last = _ProgressWindow(measures_wait=not feed_free), {}
         try:
-            with StopRequested() as stop:
+            with StopRequested(self.run_dir) as stop:
                 while step < steps and not stop:
                     ran = self._optimizer_step(session, step, batches, last, window)
                     step += 1

@@ -496,3 +496,33 @@ def test_a_worker_port_that_is_not_tensorflow_is_one_line(tiny_dataset, tmp_path
     assert lines[0].startswith("error: /job:worker/task:1 at %s stopped answering"
                                % cluster["worker"][1]), lines
     assert "no checkpoint was saved" in lines[0]
+
+
+def test_ctrl_c_twice_leaves_a_step_hung_on_a_stopped_worker(local_cluster, tiny_dataset,
+                                                             tmp_path):
+    """A worker that stops answering (SIGSTOP: alive, silent) holds the step until
+    --step-timeout; the first Ctrl-C says so, the second leaves at once, checkpoint kept."""
+    from crnn_multigpu.checkpoints import latest_checkpoint
+    proc, log_path = cluster_training(local_cluster, tiny_dataset, tmp_path,
+                                      "--checkpoint-every", "3", "--step-timeout", "86400")
+    worker1 = dict((name, p) for name, p, _, _ in local_cluster.procs)["worker1"]
+    run_dir = str(tmp_path / "run")
+    try:
+        with local_cluster.logs_on_failure():
+            wait_until(lambda: latest_checkpoint(run_dir) is not None, proc, log_path,
+                       "a first checkpoint")
+            worker1.send_signal(signal.SIGSTOP)
+            proc.send_signal(signal.SIGINT)
+            wait_until(lambda: "again (Ctrl-C) to leave at once" in open(log_path).read(),
+                       proc, log_path, "the first Ctrl-C's answer")
+            proc.send_signal(signal.SIGINT)
+            # The step would wait a day: only the second Ctrl-C ends it before HANG_GUARD.
+            assert proc.wait(timeout=HANG_GUARD) == 130, open(log_path).read()
+    finally:
+        worker1.send_signal(signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+    text = open(log_path).read()
+    assert "SIGINT again: leaving now without saving" in text and "--resume" in text, text
+    assert "Traceback" not in text, text
+    tf.train.load_checkpoint(latest_checkpoint(run_dir))  # the newest checkpoint still reads
