@@ -9,17 +9,17 @@ import importlib
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "MultiGpuModel": "crnn_multigpu.towers",
-    "ParameterServer": "crnn_multigpu.strategies",
-    "Replicated": "crnn_multigpu.strategies",
-    "CRNN": "crnn_multigpu.crnn",
-    "Charset": "crnn_multigpu.charset",
-    "cluster_devices": "crnn_multigpu.devices",
-    "cpu_devices": "crnn_multigpu.devices",
-    "session_config": "crnn_multigpu.devices",
-    "tower_devices": "crnn_multigpu.devices",
-    "visible_gpus": "crnn_multigpu.devices",
-    "split_batch": "crnn_multigpu.sharding",
+    "MultiGpuModel": "crnn_multigpu.wrapper.towers",
+    "ParameterServer": "crnn_multigpu.wrapper.strategies",
+    "Replicated": "crnn_multigpu.wrapper.strategies",
+    "CRNN": "crnn_multigpu.ocr.crnn",
+    "Charset": "crnn_multigpu.ocr.charset",
+    "cluster_devices": "crnn_multigpu.wrapper.devices",
+    "cpu_devices": "crnn_multigpu.wrapper.devices",
+    "session_config": "crnn_multigpu.wrapper.devices",
+    "tower_devices": "crnn_multigpu.wrapper.devices",
+    "visible_gpus": "crnn_multigpu.wrapper.devices",
+    "split_batch": "crnn_multigpu.wrapper.sharding",
 }
 
 __all__ = sorted(_PUBLIC)

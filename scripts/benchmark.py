@@ -24,14 +24,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crnn_multigpu.charset import Charset  # noqa: E402
+from crnn_multigpu.ocr.charset import Charset  # noqa: E402
 from crnn_multigpu.compat import TF_VERSION, tf  # noqa: E402
-from crnn_multigpu.crnn import CRNN  # noqa: E402
+from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
 from crnn_multigpu.datasets import make_batch  # noqa: E402
-from crnn_multigpu.devices import cpu_devices, session_config, visible_gpus  # noqa: E402
-from crnn_multigpu.sharding import split_batch  # noqa: E402
-from crnn_multigpu.strategies import ParameterServer, Replicated  # noqa: E402
-from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
+from crnn_multigpu.wrapper.devices import cpu_devices, session_config, visible_gpus  # noqa: E402
+from crnn_multigpu.wrapper.sharding import split_batch  # noqa: E402
+from crnn_multigpu.wrapper.strategies import ParameterServer, Replicated  # noqa: E402
+from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 
 N_CPUS = 4
 LOW_PRECISIONS = ("mixed_float16", "mixed_bfloat16")

@@ -19,16 +19,16 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crnn_multigpu.charset import Charset  # noqa: E402
+from crnn_multigpu.ocr.charset import Charset  # noqa: E402
 from crnn_multigpu.cli.train import DEFAULT_BUCKET, MODEL_SIZES  # noqa: E402
 from crnn_multigpu.compat import tf  # noqa: E402
-from crnn_multigpu.crnn import CRNN  # noqa: E402
+from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
 from crnn_multigpu.datasets import FolderDataset, write_dataset  # noqa: E402
 from crnn_multigpu.datasets.fonts import select_fonts  # noqa: E402
 from crnn_multigpu.datasets.steps import StepBatches  # noqa: E402
 from crnn_multigpu.datasets.synthetic import make_generator  # noqa: E402
-from crnn_multigpu.devices import cpu_devices, session_config  # noqa: E402
-from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
+from crnn_multigpu.wrapper.devices import cpu_devices, session_config  # noqa: E402
+from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 
 
 def parse_args(argv=None):

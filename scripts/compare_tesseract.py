@@ -37,9 +37,9 @@ from PIL import Image, ImageFilter
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from crnn_multigpu.charset import Charset  # noqa: E402
+from crnn_multigpu.ocr.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
-from crnn_multigpu.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
+from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
 from page_check import LINE_RE, WORD_RE as LAYOUT_WORD_RE, page_numbers  # noqa: E402
 from pdf_words import find_words  # noqa: E402
 
@@ -96,7 +96,7 @@ class Project(object):
     """The project's readers: the word model for words, the line model for lines and pages."""
 
     def __init__(self, word_model, line_model):
-        from crnn_multigpu.inference import Recognizer
+        from crnn_multigpu.ocr.inference import Recognizer
         started = time.time()
         self.words = Recognizer(word_model) if word_model else None
         self.lines = Recognizer(line_model)
@@ -108,8 +108,8 @@ class Project(object):
         return recognizer.recognize_arrays(arrays)[0]
 
     def read_page(self, path):
-        from crnn_multigpu.inference import read_page_lines
-        from crnn_multigpu.page import page_text
+        from crnn_multigpu.ocr.inference import read_page_lines
+        from crnn_multigpu.ocr.page import page_text
         with Image.open(path) as image:
             _, boxes, texts = read_page_lines(self.lines, image)
         return [tidy(line) for line in page_text(boxes, texts).split("\n") if line.strip()]
@@ -270,7 +270,7 @@ def side_by_side(samples, ours, theirs, path, count=14):
     """A PNG of lines where the two readings differ: the crop, the truth, both readings
     (green when exactly right, red when not)."""
     from PIL import ImageDraw
-    from crnn_multigpu.picture import label_font
+    from crnn_multigpu.ocr.picture import label_font
     font = label_font(15)
     chosen = [i for i in range(len(samples)) if ours[i] != theirs[i]][:count]
     rows, width = [], 0

@@ -1,4 +1,4 @@
-"""Check crnn_multigpu.page.line_crops (and optionally a line model) on real PDF pages.
+"""Check crnn_multigpu.ocr.page.line_crops (and optionally a line model) on real PDF pages.
 
 Usage::
 
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
-from crnn_multigpu.page import draw_lines, line_crops, page_text  # noqa: E402
+from crnn_multigpu.ocr.page import draw_lines, line_crops, page_text  # noqa: E402
 from pdf_words import RESERVED_PDFS  # noqa: E402
 
 LINE_RE = re.compile(r'<line xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" '
@@ -121,8 +121,8 @@ def main(argv=None):
     recognizer = None
     if args.checkpoint:
         from crnn_multigpu.datasets import load_image
-        from crnn_multigpu.inference import Recognizer
-        from crnn_multigpu.metrics import text_metrics
+        from crnn_multigpu.ocr.inference import Recognizer
+        from crnn_multigpu.ocr.metrics import text_metrics
         recognizer = Recognizer(args.checkpoint)
     totals = dict(words=0, covered=0, rows=0, exact=0, found=0)
     predictions, references, unreadable = [], [], []

@@ -37,7 +37,7 @@ from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crnn_multigpu.charset import Charset  # noqa: E402
+from crnn_multigpu.ocr.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets import write_labels  # noqa: E402
 
 RESERVED_PDFS = ("libtasn1.pdf", "shared-mime-info-spec.pdf", "reportlab-userguide.pdf")

@@ -6,7 +6,7 @@ They exist to check ``scripts/transfer_model.py`` against published multi-GPU fi
 blocks) in their variables and arithmetic. They are never trained here: every shape is static
 (``batch`` examples of 224 x 224 x 3) so that TensorFlow's profiler can count their FLOPs.
 """
-from crnn_multigpu import layers
+from crnn_multigpu.wrapper import layers
 from crnn_multigpu.compat import tf
 
 IMAGE_SIZE, CLASSES = 224, 1000

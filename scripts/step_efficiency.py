@@ -35,9 +35,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crnn_multigpu.compat import TF_VERSION, tf  # noqa: E402
-from crnn_multigpu.crnn import CRNN  # noqa: E402
-from crnn_multigpu.precision import NAMES as PRECISIONS  # noqa: E402
-from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
+from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
+from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS  # noqa: E402
+from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 from benchmark import synthetic_batch  # noqa: E402  (scripts/ is on sys.path when run)
 
 

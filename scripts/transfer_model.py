@@ -1,7 +1,7 @@
 """Predict multi-GPU scaling from the training graph: bytes per link, FLOPs, published hardware.
 
 For 1/2/4/8 towers on ``/gpu:0`` ... ``/gpu:7`` (graph only: no session, no GPU needed) it reads
-from the graph what one step sends between devices and computes (``crnn_multigpu.transfers``),
+from the graph what one step sends between devices and computes (``scripts/transfers.py``),
 routes the traffic over a machine's links, and predicts::
 
     step time = compute (FLOPs of one tower / GPU FLOP/s) + communication (busiest link)
@@ -26,11 +26,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from crnn_multigpu import transfers  # noqa: E402
+import transfers  # noqa: E402  (beside this script: Python puts its folder on sys.path)
 from crnn_multigpu.compat import tf  # noqa: E402
-from crnn_multigpu.crnn import CRNN  # noqa: E402
-from crnn_multigpu.strategies import ParameterServer, Replicated  # noqa: E402
-from crnn_multigpu.towers import MultiGpuModel  # noqa: E402
+from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
+from crnn_multigpu.wrapper.strategies import ParameterServer, Replicated  # noqa: E402
+from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 from hardware import PLATFORMS, VALIDATION_RUNS  # noqa: E402
 from reference_cnns import VGG16, ResNet50  # noqa: E402
 

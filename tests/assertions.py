@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu.towers import NONFINITE_MESSAGE
+from crnn_multigpu.wrapper.towers import NONFINITE_MESSAGE
 
 
 def assert_step_refused_changing_nothing(session, step, feed_dict):

@@ -7,7 +7,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crnn_multigpu.compat import tf  # noqa: E402
-from crnn_multigpu.devices import close_session, session_config  # noqa: E402
+from crnn_multigpu.wrapper.devices import close_session, session_config  # noqa: E402
 
 N_VIRTUAL_CPUS = 4
 
@@ -38,7 +38,7 @@ def make_session(fresh_graph):
 @pytest.fixture(scope="session")
 def tiny_dataset(tmp_path_factory):
     """48 synthetic text lines (up to 5 characters) as a folder dataset."""
-    from crnn_multigpu.charset import Charset
+    from crnn_multigpu.ocr.charset import Charset
     from crnn_multigpu.datasets import SyntheticTextGenerator, find_fonts, write_dataset
     root = str(tmp_path_factory.mktemp("tiny") / "folder")
     generator = SyntheticTextGenerator(Charset.default(), find_fonts()[:3], max_len=5, seed=5)

@@ -16,7 +16,7 @@ import numpy as np
 import toy_models  # beside this file: Python puts a script's folder on sys.path
 
 from crnn_multigpu import MultiGpuModel, cpu_devices, session_config
-from crnn_multigpu import horovod as hvd_util
+from crnn_multigpu.runtime import horovod as hvd_util
 from crnn_multigpu.compat import tf
 
 TOWERS, STEPS, GLOBAL_BATCH, LR = 2, 3, 16, 0.1

@@ -12,14 +12,15 @@ import pytest
 
 import toy_models as toys
 from assertions import copies, start
-from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated, layers, precision
-from crnn_multigpu.accumulation import Accumulation
-from crnn_multigpu.checkpoints import latest_checkpoint
+from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated
+from crnn_multigpu.wrapper import layers, precision
+from crnn_multigpu.wrapper.accumulation import Accumulation
+from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 from crnn_multigpu.cli import train
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import cpu_devices
-from crnn_multigpu.towers import NONFINITE_MESSAGE
-from crnn_multigpu.training import Trainer
+from crnn_multigpu.wrapper.devices import cpu_devices
+from crnn_multigpu.wrapper.towers import NONFINITE_MESSAGE
+from crnn_multigpu.runtime.training import Trainer
 
 STRATEGIES = {
     "ps": lambda: ParameterServer(),

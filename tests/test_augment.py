@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from crnn_multigpu.charset import Charset
+from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.datasets import (SyntheticDataset, SyntheticTextGenerator, find_fonts,
                                     load_image, open_dataset, write_lmdb)
 from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.pipeline import INPUT_NAMES, make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
-from crnn_multigpu.sharding import split_batch
+from crnn_multigpu.wrapper.sharding import split_batch
 
 CHARSET = Charset.default()
 BATCH, TOWERS = 8, 2

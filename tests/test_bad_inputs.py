@@ -12,11 +12,11 @@ from PIL import Image
 
 import toy_models as toys
 from crnn_multigpu import MultiGpuModel
-from crnn_multigpu.charset import Charset
+from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.cli import evaluate, generate, train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import FolderDataset, open_dataset
-from crnn_multigpu.devices import cpu_devices, tower_devices
+from crnn_multigpu.wrapper.devices import cpu_devices, tower_devices
 from waiting import HANG_GUARD
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from crnn_multigpu.charset import Charset
+from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.cli import train
 from crnn_multigpu.datasets import FolderDataset, batch_indices, write_labels
 from crnn_multigpu.datasets.pipeline import step_source

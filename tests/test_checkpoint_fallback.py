@@ -18,13 +18,13 @@ import pytest
 import toy_models as toys
 from waiting import HANG_GUARD, wait_until
 from crnn_multigpu import MultiGpuModel
-from crnn_multigpu.checkpoints import (CheckpointSaver, NonFiniteStateError, checkpoint_dir,
+from crnn_multigpu.runtime.checkpoints import (CheckpointSaver, NonFiniteStateError, checkpoint_dir,
                                        checkpoint_problem, checkpoint_prefixes, latest_checkpoint,
                                        one_line)
 from crnn_multigpu.cli import export, predict, train
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import cpu_devices
-from crnn_multigpu.training import Trainer
+from crnn_multigpu.wrapper.devices import cpu_devices
+from crnn_multigpu.runtime.training import Trainer
 
 pytestmark = pytest.mark.faults
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -15,10 +15,10 @@ import toy_models as toys
 from waiting import HANG_GUARD, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.cli import server as server_cli
-from crnn_multigpu.cluster import (chief_target, cluster_towers, free_ports, is_chief,
+from crnn_multigpu.runtime.cluster import (chief_target, cluster_towers, free_ports, is_chief,
                                    load_cluster, start_server, task_from_env, wait_for_tasks)
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import session_config
+from crnn_multigpu.wrapper.devices import session_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_TIMEOUT = HANG_GUARD  # a server imports TensorFlow and listens: waited for as a state
@@ -410,7 +410,7 @@ def test_towers_on_two_workers_update_exactly_like_one_process(local_cluster):
 
 def test_crnn_train_drives_the_cluster_and_the_chief_checkpoints(local_cluster, tiny_dataset,
                                                                    tmp_path, capsys):
-    from crnn_multigpu.checkpoints import latest_checkpoint
+    from crnn_multigpu.runtime.checkpoints import latest_checkpoint
     from crnn_multigpu.cli import train
     out = str(tmp_path / "run")
     with local_cluster.logs_on_failure():
@@ -448,7 +448,7 @@ def error_lines(log_path):
 
 def test_a_worker_killed_mid_training_is_one_line_and_the_checkpoint_stays(local_cluster,
                                                                           tiny_dataset, tmp_path):
-    from crnn_multigpu.checkpoints import latest_checkpoint
+    from crnn_multigpu.runtime.checkpoints import latest_checkpoint
     proc, log_path = cluster_training(local_cluster, tiny_dataset, tmp_path,
                                       "--checkpoint-every", "3")
     try:
@@ -502,7 +502,7 @@ def test_ctrl_c_twice_leaves_a_step_hung_on_a_stopped_worker(local_cluster, tiny
                                                              tmp_path):
     """A worker that stops answering (SIGSTOP: alive, silent) holds the step until
     --step-timeout; the first Ctrl-C says so, the second leaves at once, checkpoint kept."""
-    from crnn_multigpu.checkpoints import latest_checkpoint
+    from crnn_multigpu.runtime.checkpoints import latest_checkpoint
     proc, log_path = cluster_training(local_cluster, tiny_dataset, tmp_path,
                                       "--checkpoint-every", "3", "--step-timeout", "86400")
     worker1 = dict((name, p) for name, p, _, _ in local_cluster.procs)["worker1"]

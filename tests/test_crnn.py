@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu.crnn import CRNN
+from crnn_multigpu.ocr.crnn import CRNN
 
 TINY = dict(channels=(4, 4, 8, 8, 8, 8, 8), lstm_units=8)
 Batch = collections.namedtuple("Batch", "images widths labels label_lengths texts")

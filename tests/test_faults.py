@@ -16,10 +16,10 @@ import pytest
 import toy_models as toys
 from waiting import HANG_GUARD, wait_until
 from crnn_multigpu import MultiGpuModel
-from crnn_multigpu.checkpoints import CheckpointSaver, latest_checkpoint
+from crnn_multigpu.runtime.checkpoints import CheckpointSaver, latest_checkpoint
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import cpu_devices
-from crnn_multigpu.training import NonFiniteLossError, Trainer
+from crnn_multigpu.wrapper.devices import cpu_devices
+from crnn_multigpu.runtime.training import NonFiniteLossError, Trainer
 
 pytestmark = pytest.mark.faults
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -9,7 +9,7 @@ import pytest
 
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import VARIABLE_OP_TYPES, cpu_devices
+from crnn_multigpu.wrapper.devices import VARIABLE_OP_TYPES, cpu_devices
 
 N_PIXELS, N_HIDDEN, N_CLASSES = 784, 32, 10
 LR = 0.5

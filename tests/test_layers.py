@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu import layers
+from crnn_multigpu.wrapper import layers
 
 
 @pytest.fixture

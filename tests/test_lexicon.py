@@ -8,15 +8,15 @@ import random
 import numpy as np
 import pytest
 
-from crnn_multigpu.charset import Charset
+from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.cli import evaluate, predict, train
 from crnn_multigpu.compat import tf
-from crnn_multigpu.crnn import CRNN
+from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import LABELS_FILE, read_labels
-from crnn_multigpu.inference import Recognizer
-from crnn_multigpu.lexicon import (BKTree, LexiconDecoder, ctc_log_likelihood,
+from crnn_multigpu.ocr.inference import Recognizer
+from crnn_multigpu.ocr.lexicon import (BKTree, LexiconDecoder, ctc_log_likelihood,
                                    ctc_log_likelihoods, fit_to_charset, read_lexicon)
-from crnn_multigpu.metrics import edit_distance
+from crnn_multigpu.ocr.metrics import edit_distance
 
 CHARSET = Charset.default()
 

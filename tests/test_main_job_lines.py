@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from crnn_multigpu.charset import Charset
-from crnn_multigpu.checkpoints import load_config
+from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.runtime.checkpoints import load_config
 from crnn_multigpu.cli import main_job
 from crnn_multigpu.datasets import read_labels
 

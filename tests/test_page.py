@@ -12,7 +12,7 @@ from crnn_multigpu.cli import evaluate, predict
 from crnn_multigpu.cli.evaluate import SHIPPED_MODELS
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.datasets.lines import ascii_spelling
-from crnn_multigpu.page import (DESCENDER, LineBox, baseline_row, crop_line, find_lines,
+from crnn_multigpu.ocr.page import (DESCENDER, LineBox, baseline_row, crop_line, find_lines,
                                 ink_mask, line_crops, line_frames, page_text, remove_rules)
 from text_pdf import write_text_pdf
 

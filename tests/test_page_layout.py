@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from crnn_multigpu.cli import predict
-from crnn_multigpu.page_layout import MIN_SKEW, deskew, estimate_skew, find_columns
+from crnn_multigpu.ocr.page_layout import MIN_SKEW, deskew, estimate_skew, find_columns
 from test_page import DEJAVU, REAL_PAGE, pdf_text_rows
 from text_pdf import write_text_pdf
 

@@ -3,15 +3,15 @@ import numpy as np
 import pytest
 
 from crnn_multigpu import MultiGpuModel
-from crnn_multigpu.charset import Charset
+from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.compat import tf
-from crnn_multigpu.crnn import CRNN
+from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset
 from crnn_multigpu.datasets.pipeline import INPUT_NAMES, make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
-from crnn_multigpu.devices import cpu_devices
-from crnn_multigpu.sharding import split_batch
-from crnn_multigpu.training import Trainer
+from crnn_multigpu.wrapper.devices import cpu_devices
+from crnn_multigpu.wrapper.sharding import split_batch
+from crnn_multigpu.runtime.training import Trainer
 
 CHARSET = Charset.default()
 TINY = dict(channels=(4, 8, 8, 8, 8, 8, 8), lstm_units=8, num_classes=CHARSET.num_classes)

@@ -26,12 +26,13 @@ import numpy as np
 import pytest
 
 from assertions import assert_step_refused_changing_nothing
-from crnn_multigpu import MultiGpuModel, layers, precision
-from crnn_multigpu.checkpoints import latest_checkpoint
+from crnn_multigpu import MultiGpuModel
+from crnn_multigpu.wrapper import layers, precision
+from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 from crnn_multigpu.cli import train
 from crnn_multigpu.compat import tf
-from crnn_multigpu.crnn import CRNN
-from crnn_multigpu.devices import close_session, cpu_devices, session_config
+from crnn_multigpu.ocr.crnn import CRNN
+from crnn_multigpu.wrapper.devices import close_session, cpu_devices, session_config
 
 TINY = dict(channels=(4, 4, 8, 8, 8, 8, 8), lstm_units=8)
 Batch = collections.namedtuple("Batch", "images widths labels label_lengths")

@@ -8,7 +8,7 @@ from PIL import Image, ImageDraw
 
 from crnn_multigpu.cli.evaluate import SHIPPED_MODELS
 from crnn_multigpu.datasets import load_font, load_image
-from crnn_multigpu.inference import Recognizer
+from crnn_multigpu.ocr.inference import Recognizer
 from waiting import HANG_GUARD
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -11,10 +11,10 @@ import pytest
 import toy_models as toys
 from assertions import assert_step_refused_changing_nothing, copies, start
 from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated
-from crnn_multigpu import gradients as grad_ops
+from crnn_multigpu.wrapper import gradients as grad_ops
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import cpu_devices
-from crnn_multigpu.strategies import balance_largest_first
+from crnn_multigpu.wrapper.devices import cpu_devices
+from crnn_multigpu.wrapper.strategies import balance_largest_first
 
 STRATEGIES = {
     "ps": lambda: ParameterServer(),

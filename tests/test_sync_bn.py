@@ -7,13 +7,15 @@ import zlib
 import numpy as np
 import pytest
 
-from crnn_multigpu import MultiGpuModel, layers
-from crnn_multigpu.checkpoints import latest_checkpoint
+from crnn_multigpu import MultiGpuModel
+
+from crnn_multigpu.wrapper import layers
+from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 from crnn_multigpu.cli import train
 from crnn_multigpu.compat import tf
-from crnn_multigpu.crnn import CRNN
-from crnn_multigpu.devices import cpu_devices
-from crnn_multigpu.tower_context import TowerGroup, current_tower
+from crnn_multigpu.ocr.crnn import CRNN
+from crnn_multigpu.wrapper.devices import cpu_devices
+from crnn_multigpu.wrapper.tower_context import TowerGroup, current_tower
 
 SHARDS = [5, 2, 1]  # uneven on purpose: a mean of per-tower means would be wrong
 LR = 0.1

@@ -8,7 +8,7 @@ import toy_models as toys
 from assertions import assert_step_refused_changing_nothing
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import cpu_devices
+from crnn_multigpu.wrapper.devices import cpu_devices
 
 LR = 0.1
 

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from waiting import HANG_GUARD
-from crnn_multigpu.charset import Charset
-from crnn_multigpu.checkpoints import latest_checkpoint
+from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 from crnn_multigpu.cli import evaluate, export, predict, train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import SyntheticTextGenerator, find_fonts, write_dataset, write_lmdb
-from crnn_multigpu.inference import Recognizer
+from crnn_multigpu.ocr.inference import Recognizer
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu"
 TINY = ["--model", "tiny", "--batch-size", "8", "--log-every", "5", "--validate-every", "0"]
@@ -183,7 +183,7 @@ class _StuckSession(object):
 
 
 def test_close_session_gives_up_on_a_close_that_never_returns():
-    from crnn_multigpu.devices import close_session
+    from crnn_multigpu.wrapper.devices import close_session
     stuck = _StuckSession()
     assert close_session(stuck, timeout=0.2) is False  # the caller goes on
     assert not stuck.closed.is_set()

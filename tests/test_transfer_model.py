@@ -1,16 +1,21 @@
-"""The byte counter behind scripts/transfer_model.py (crnn_multigpu.transfers).
+"""The byte counter behind scripts/transfer_model.py (scripts/transfers.py).
 
 The tiny linear model has a 3x2 kernel and a 2-vector bias (32 bytes of float32): with the
 variables on the host, each tower reads both and sends back both gradients, plus its loss and
 its example count (two 4-byte scalars) for the weighted mean.
 """
+import os
 import re
+import sys
 
-from crnn_multigpu import transfers
 from crnn_multigpu.compat import tf
-from crnn_multigpu.strategies import Replicated
-from crnn_multigpu.towers import MultiGpuModel
+from crnn_multigpu.wrapper.strategies import Replicated
+from crnn_multigpu.wrapper.towers import MultiGpuModel
 from toy_models import IN_DIM, OUT_DIM, Linear, make_batch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "scripts"))
+import transfers  # noqa: E402
 
 VARIABLE_BYTES = (IN_DIM * OUT_DIM + OUT_DIM) * 4
 SCALARS = 2 * 4  # the tower's loss and its example count

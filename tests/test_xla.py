@@ -6,7 +6,7 @@ import pytest
 
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import cpu_devices
+from crnn_multigpu.wrapper.devices import cpu_devices
 from test_sync_bn import ConvBn, make_batch
 
 

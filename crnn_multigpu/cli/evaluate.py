@@ -59,7 +59,7 @@ def lexicon_words(args):
     """The words of --lexicon, or None; read before the model loads so a bad file fails fast."""
     if args.lexicon is None:
         return None
-    from crnn_multigpu.lexicon import read_lexicon
+    from crnn_multigpu.ocr.lexicon import read_lexicon
     return read_lexicon(args.lexicon)
 
 
@@ -67,7 +67,7 @@ def lexicon_decoder(args, words, charset):
     """The LexiconDecoder of the lexicon flags for a model's charset, or None without words."""
     if words is None:
         return None
-    from crnn_multigpu.lexicon import LexiconDecoder
+    from crnn_multigpu.ocr.lexicon import LexiconDecoder
     return LexiconDecoder(words, charset, delta=args.lexicon_delta, search=args.lexicon_search,
                           name="lexicon %s" % args.lexicon)
 
@@ -150,8 +150,8 @@ def main_body(argv=None):
     refuse_to_overwrite(args.picture, "--picture", args.overwrite)
     words = lexicon_words(args)
     from crnn_multigpu.datasets import open_dataset
-    from crnn_multigpu.inference import Recognizer
-    from crnn_multigpu.metrics import scoring_fold
+    from crnn_multigpu.ocr.inference import Recognizer
+    from crnn_multigpu.ocr.metrics import scoring_fold
     run_dir, checkpoint = chosen_run(args)
     # Labels outside the charset cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
@@ -177,7 +177,7 @@ def main_body(argv=None):
         raise ValueError("none of the %d image(s) of %s could be read (e.g. %s): nothing to "
                          "evaluate" % (len(dataset), args.data, unreadable[0]))
     if args.picture:
-        from crnn_multigpu.picture import prediction_grid
+        from crnn_multigpu.ocr.picture import prediction_grid
         prediction_grid([e[0] for e in examples], [e[1] for e in examples],
                         [e[2] for e in examples], args.picture)
         sys.stderr.write("wrote %s\n" % args.picture)

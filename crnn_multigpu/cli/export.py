@@ -58,7 +58,7 @@ def export_saved_model(recognizer, out_dir):
 
 def export_checkpoint(recognizer, out_dir):
     """Write ``recognizer``'s config and model variables as a run folder; returns out_dir."""
-    from crnn_multigpu.checkpoints import (CHECKPOINT_PREFIX, checkpoint_dir, checkpoint_step,
+    from crnn_multigpu.runtime.checkpoints import (CHECKPOINT_PREFIX, checkpoint_dir, checkpoint_step,
                                            save_config)
     from crnn_multigpu.compat import tf
     if os.path.exists(out_dir):
@@ -102,7 +102,7 @@ def export_atomically(export, recognizer, out_dir, staging):
     On any failure the staging folder is removed and nothing is left at ``out_dir``; disk and
     permission errors (also TensorFlow's) become one OSError naming ``out_dir``.
     """
-    from crnn_multigpu.checkpoints import one_line
+    from crnn_multigpu.runtime.checkpoints import one_line
     from crnn_multigpu.compat import tf
     try:
         export(recognizer, os.path.join(staging, "export"))
@@ -120,7 +120,7 @@ def export_atomically(export, recognizer, out_dir, staging):
 def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
-    from crnn_multigpu.inference import Recognizer
+    from crnn_multigpu.ocr.inference import Recognizer
     run_dir, checkpoint = resolve_run(args.checkpoint)
     staging = _staging_dir(args.out)
     try:

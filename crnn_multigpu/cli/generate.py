@@ -128,7 +128,7 @@ def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging()
     _check_arguments(args)
-    from crnn_multigpu.charset import Charset
+    from crnn_multigpu.ocr.charset import Charset
     from crnn_multigpu.datasets import write_dataset, write_lmdb, write_recipe
     from crnn_multigpu.datasets.fonts import select_fonts
     from crnn_multigpu.datasets.folder import with_progress

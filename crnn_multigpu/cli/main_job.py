@@ -84,7 +84,7 @@ def main_body(argv=None):
     for key, value in (LINE_DEFAULTS if args.lines else WORD_DEFAULTS).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    from crnn_multigpu.charset import Charset
+    from crnn_multigpu.ocr.charset import Charset
     from crnn_multigpu.datasets import find_fonts, split_fonts
     from crnn_multigpu.datasets.fonts import font_family
     from crnn_multigpu.datasets.synthetic import make_generator
@@ -118,7 +118,7 @@ def main_body(argv=None):
                                                kinds=("word",)),
                args.val_count, args.workers)
 
-    from crnn_multigpu.checkpoints import latest_checkpoint
+    from crnn_multigpu.runtime.checkpoints import latest_checkpoint
     from crnn_multigpu.cli import train
     train_args = ["--train", train_dir, "--val", val_dir, "--out", run_dir,
                   "--towers", str(args.towers), "--steps", str(args.steps), "--lr", str(args.lr),
@@ -138,8 +138,8 @@ def main_body(argv=None):
     minutes = (time.time() - started) / 60.0
 
     from crnn_multigpu.datasets import open_dataset
-    from crnn_multigpu.inference import Recognizer
-    from crnn_multigpu.picture import prediction_grid
+    from crnn_multigpu.ocr.inference import Recognizer
+    from crnn_multigpu.ocr.picture import prediction_grid
     recognizer = Recognizer(run_dir)
     figures, examples = recognizer.evaluate(open_dataset(val_dir))
     picture = prediction_grid([e[0] for e in examples], [e[1] for e in examples],

@@ -4,7 +4,7 @@ Word crops are read by the shipped word model (models/words: digits and lower ca
 ``--model text`` or ``--checkpoint`` names another; ``--lines``: the images are whole printed
 lines, read by the shipped text model (models/text: case, spaces, punctuation).
 ``--page``: the images are printed pages: each is straightened and split into its columns
-(crnn_multigpu.page_layout), its lines found (crnn_multigpu.page) and read, and its text printed
+(crnn_multigpu.ocr.page_layout), its lines found (crnn_multigpu.ocr.page) and read, and its text printed
 one line per line, column after column, pages separated by a form feed.
 """
 import os
@@ -42,13 +42,13 @@ def build_parser():
 
 
 def read_page(recognizer, path, picture=None):
-    """The text of the page image at ``path``, one line per text line (see crnn_multigpu.page)."""
+    """The text of the page image at ``path``, one line per text line (see crnn_multigpu.ocr.page)."""
     from crnn_multigpu.datasets.images import open_image
-    from crnn_multigpu.inference import read_page_lines
-    from crnn_multigpu.page import draw_lines, page_text
+    from crnn_multigpu.ocr.inference import read_page_lines
+    from crnn_multigpu.ocr.page import draw_lines, page_text
     page, boxes, texts = read_page_lines(recognizer, open_image(path))
     if picture:
-        from crnn_multigpu.picture import label_font
+        from crnn_multigpu.ocr.picture import label_font
         draw_lines(page, boxes, texts, picture, font=label_font(14))
         sys.stderr.write("wrote %s\n" % picture)
     return page_text(boxes, texts)
@@ -72,7 +72,7 @@ def main_body(argv=None):
         refuse_to_overwrite(picture, "--picture", args.overwrite)
     words = lexicon_words(args)
     from crnn_multigpu.datasets import load_image
-    from crnn_multigpu.inference import Recognizer
+    from crnn_multigpu.ocr.inference import Recognizer
     if (args.lines or args.page) and args.model == "words":
         raise ValueError("--model words reads single words of digits and lower case; whole lines "
                          "and pages need the text model (drop --model, or --model text)")
@@ -97,7 +97,7 @@ def main_body(argv=None):
     for path, text, log_prob in zip(readable, texts, log_probs):
         print("%s\t%s\t%.4f" % (path, text, log_prob) if args.with_prob else "%s\t%s" % (path, text))
     if args.picture and arrays:
-        from crnn_multigpu.picture import prediction_grid
+        from crnn_multigpu.ocr.picture import prediction_grid
         prediction_grid(arrays, texts, None, args.picture)
         sys.stderr.write("wrote %s\n" % args.picture)
     return 1 if failed and not readable else 0

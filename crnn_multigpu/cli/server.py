@@ -52,7 +52,7 @@ def _stop(signum, frame):
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    from crnn_multigpu import cluster as cluster_lib  # imports TensorFlow: after argument checks
+    from crnn_multigpu.runtime import cluster as cluster_lib  # imports TensorFlow: after argument checks
 
     try:
         cluster = cluster_lib.load_cluster(args.cluster)

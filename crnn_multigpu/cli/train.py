@@ -8,26 +8,26 @@ import logging
 import os
 import sys
 
-from crnn_multigpu.charset import Charset
-from crnn_multigpu.checkpoints import (ensure_writable, latest_checkpoint, load_config,
+from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.runtime.checkpoints import (ensure_writable, latest_checkpoint, load_config,
                                        require_checkpoint, save_config)
-from crnn_multigpu import strategies
+from crnn_multigpu.wrapper import strategies
 from crnn_multigpu.cli.evaluate import resolve_run
 from crnn_multigpu.cli.common import (ArgumentParser, float_range, int_multiple_of,
                                       non_negative_float, non_negative_int, positive_float,
                                       positive_int, run_main, setup_logging)
 from crnn_multigpu.compat import tf
-from crnn_multigpu.crnn import CRNN
+from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset
 from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.pipeline import make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
-from crnn_multigpu.devices import (close_session, cpu_devices, session_config, tower_devices,
+from crnn_multigpu.wrapper.devices import (close_session, cpu_devices, session_config, tower_devices,
                                    visible_gpus)
-from crnn_multigpu.inference import decode_rows, evaluate_dataset, tower_outputs
-from crnn_multigpu.precision import NAMES as PRECISIONS
-from crnn_multigpu.towers import MultiGpuModel
-from crnn_multigpu.training import Trainer
+from crnn_multigpu.ocr.inference import decode_rows, evaluate_dataset, tower_outputs
+from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS
+from crnn_multigpu.wrapper.towers import MultiGpuModel
+from crnn_multigpu.runtime.training import Trainer
 
 log = logging.getLogger("crnn_multigpu.train")
 
@@ -133,7 +133,7 @@ def build_parser():
 def resolve_devices(args):
     """(tower devices, variable device, session target, n virtual CPUs) from the arguments."""
     if args.cluster:
-        from crnn_multigpu import cluster
+        from crnn_multigpu.runtime import cluster
         spec = cluster.load_cluster(args.cluster)
         cluster.wait_for_tasks(spec, args.connect_timeout, log=log.info)
         towers, variable_device = cluster.cluster_towers(spec, gpus_per_task=args.gpus_per_task)
@@ -171,7 +171,7 @@ def run_config(args, charset):
 
 def cluster_failure(args, error):
     """The one-line error for a cluster whose tasks stopped answering during training."""
-    from crnn_multigpu import cluster
+    from crnn_multigpu.runtime import cluster
     silent = cluster.silent_tasks(cluster.load_cluster(args.cluster), timeout=5.0)
     newest = latest_checkpoint(args.out)
     return cluster.ClusterFailure(

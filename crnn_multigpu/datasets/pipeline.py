@@ -24,12 +24,12 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from crnn_multigpu.accumulation import check_steps
+from crnn_multigpu.wrapper.accumulation import check_steps
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets.batching import Batch, batch_indices
 from crnn_multigpu.datasets.steps import StepBatches
-from crnn_multigpu.devices import first_devices
-from crnn_multigpu.sharding import split_batch
+from crnn_multigpu.wrapper.devices import first_devices
+from crnn_multigpu.wrapper.sharding import split_batch
 
 INPUT_NAMES = ("images", "widths", "labels", "label_lengths")
 _DTYPES = (np.float32, np.int32, np.int32, np.int32)

@@ -20,9 +20,9 @@ parameter server). One object per wrapper: ``setup`` binds it to the wrapper's t
 """
 import logging
 
-from crnn_multigpu import gradients as grad_ops
+from crnn_multigpu.wrapper import gradients as grad_ops
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import default_variable_device
+from crnn_multigpu.wrapper.devices import default_variable_device
 
 log = logging.getLogger(__name__)
 
@@ -402,7 +402,7 @@ def resolve(strategy, variable_device=None):
     if strategy is None:
         return ParameterServer(device=variable_device)
     if not isinstance(strategy, Strategy):
-        raise TypeError("strategy must be a crnn_multigpu.strategies.Strategy such as "
+        raise TypeError("strategy must be a crnn_multigpu.wrapper.strategies.Strategy such as "
                         "ParameterServer() or Replicated(), got %r" % (strategy,))
     if variable_device is not None:
         raise ValueError("variable_device=%r and strategy=%r both choose where the variables "

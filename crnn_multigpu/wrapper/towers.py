@@ -17,17 +17,17 @@ fed one shard per tower) and the function style (``MultiGpuModel.from_function``
 a model function, a loss function and whole-batch tensors split in the graph;
 see ``function_style``). Both build their towers with ``tower_builder``.
 """
-from crnn_multigpu import accumulation as accumulations
-from crnn_multigpu import gradients as grad_ops
-from crnn_multigpu import strategies
-from crnn_multigpu import precision as precisions
+from crnn_multigpu.wrapper import accumulation as accumulations
+from crnn_multigpu.wrapper import gradients as grad_ops
+from crnn_multigpu.wrapper import strategies
+from crnn_multigpu.wrapper import precision as precisions
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import tower_devices
-from crnn_multigpu.function_style import FunctionTower, WholeBatch
-from crnn_multigpu.tower_builder import TowerBuilder
-from crnn_multigpu.tower_context import TowerGroup
-from crnn_multigpu.sharding import batch_size as count_examples
-from crnn_multigpu.sharding import split_batch
+from crnn_multigpu.wrapper.devices import tower_devices
+from crnn_multigpu.wrapper.function_style import FunctionTower, WholeBatch
+from crnn_multigpu.wrapper.tower_builder import TowerBuilder
+from crnn_multigpu.wrapper.tower_context import TowerGroup
+from crnn_multigpu.wrapper.sharding import batch_size as count_examples
+from crnn_multigpu.wrapper.sharding import split_batch
 
 NONFINITE_MESSAGE = "non-finite loss or gradient"
 
@@ -64,7 +64,7 @@ class MultiGpuModel(object):
         tower's input tensors (e.g. from ``tf.data``), passed to the model as ``inputs=``.
         Models use them as defaults of their placeholders, so ``feed_dict`` still works.
       strategy: where variables live and how tower gradients are combined
-        (``crnn_multigpu.strategies``); default ``ParameterServer()``. One object per wrapper.
+        (``crnn_multigpu.wrapper.strategies``); default ``ParameterServer()``. One object per wrapper.
       train: False builds the towers only (inference): no optimizer, no training step.
       xla: compile each tower with XLA (``jit_scope`` around the tower's forward pass; its
         gradients follow). Same results within float tolerance; whether it is faster depends on

@@ -3,12 +3,12 @@
 ``CRNN(**kwargs)`` builds its whole graph (placeholders, logits, loss, decoders)
 in the current device / variable scope, so a tower wrapper can call it once per
 tower and share the weights by variable-scope reuse. All variables come from
-``tf.get_variable`` (see :mod:`crnn_multigpu.layers`) under ``crnn/``.
+``tf.get_variable`` (see :mod:`crnn_multigpu.wrapper.layers`) under ``crnn/``.
 """
 import numpy as np
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu import layers
+from crnn_multigpu.wrapper import layers
 
 __all__ = ["CRNN"]
 

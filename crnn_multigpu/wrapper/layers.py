@@ -14,7 +14,7 @@ normalisation stay float32.
 Runs unchanged on TF 1.15 and on TF 2.x through ``tensorflow.compat.v1``.
 """
 from crnn_multigpu.compat import tf
-from crnn_multigpu.tower_context import current_tower
+from crnn_multigpu.wrapper.tower_context import current_tower
 
 __all__ = ["float32", "conv2d", "batch_norm", "max_pool", "dense", "lstm", "bidirectional_lstm"]
 

@@ -16,7 +16,7 @@ found in each column on its own, and read column after column.
 import numpy as np
 from PIL import Image
 
-from crnn_multigpu.page import glyph_height, ink_mask, row_bands
+from crnn_multigpu.ocr.page import glyph_height, ink_mask, row_bands
 
 MAX_SKEW = 5.0          # degrees searched either way
 COARSE_STEP = 0.25      # degrees

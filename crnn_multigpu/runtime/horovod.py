@@ -4,7 +4,9 @@ Each process builds a ``MultiGpuModel`` over its own local towers; the towers ar
 in-graph as usual, then ``allreduce_gradients`` (a gradient processor) averages that result
 across processes with Horovod's ring all-reduce before clipping and the optimizer step::
 
-    from crnn_multigpu import MultiGpuModel, horovod as hvd_util, session_config
+    from crnn_multigpu import MultiGpuModel, session_config
+
+    from crnn_multigpu.runtime import horovod as hvd_util
     hvd_util.init()
     model = MultiGpuModel(MyModel, devices=hvd_util.local_devices(2), optimizer=opt,
                           gradient_processors=[hvd_util.allreduce_gradients])
@@ -19,7 +21,7 @@ the whole global batch only when every process feeds the same number of examples
 Horovod is not a dependency of this package: ``make venv-horovod`` builds it.
 """
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import cpu_devices, visible_gpus
+from crnn_multigpu.wrapper.devices import cpu_devices, visible_gpus
 
 _hvd = None
 
@@ -30,7 +32,7 @@ def _horovod():
         try:
             import horovod.tensorflow as hvd
         except ImportError as error:
-            raise ImportError("crnn_multigpu.horovod needs Horovod built for TensorFlow (%s); install "
+            raise ImportError("crnn_multigpu.runtime.horovod needs Horovod built for TensorFlow (%s); install "
                               "with `make venv-horovod` (TF 1.15 / Python 3.7: Horovod 0.28.1 does "
                               "not build against TF 2.x)" % error)
         _hvd = hvd

@@ -225,6 +225,6 @@ def get(precision):
     if precision is None:
         return Float32()
     if precision not in _CLASSES:
-        raise ValueError("unknown precision %r: use one of %s (or a crnn_multigpu.precision policy)"
+        raise ValueError("unknown precision %r: use one of %s (or a crnn_multigpu.wrapper.precision policy)"
                          % (precision, ", ".join(NAMES)))
     return _CLASSES[precision]()

@@ -24,12 +24,12 @@ import sys
 import threading
 import time
 
-from crnn_multigpu.checkpoints import CheckpointSaver, NonFiniteStateError, WarmStart
+from crnn_multigpu.runtime.checkpoints import CheckpointSaver, NonFiniteStateError, WarmStart
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets.batching import prefetch
 from crnn_multigpu.datasets.pipeline import InputPipeline
-from crnn_multigpu.sharding import batch_size
-from crnn_multigpu.towers import NONFINITE_MESSAGE
+from crnn_multigpu.wrapper.sharding import batch_size
+from crnn_multigpu.wrapper.towers import NONFINITE_MESSAGE
 
 log = logging.getLogger(__name__)
 

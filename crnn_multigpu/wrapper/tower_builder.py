@@ -11,7 +11,7 @@ import logging
 from contextlib import nullcontext
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import VARIABLE_OP_TYPES, host_device, tower_device_function
+from crnn_multigpu.wrapper.devices import VARIABLE_OP_TYPES, host_device, tower_device_function
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class Towers(object):
 class TowerBuilder(object):
     """Builds ``model_cls(**model_kwargs)`` once per device of ``devices``.
 
-    ``strategy`` places the variables (``crnn_multigpu.strategies``); ``tower_group`` is what a
+    ``strategy`` places the variables (``crnn_multigpu.wrapper.strategies``); ``tower_group`` is what a
     model may ask of its tower while it is built (``tower_context``); ``precision`` gives the
     variable scope of the compute dtype; ``xla`` compiles each tower's forward pass;
     ``input_fn(tower_index, n_towers)``, if given, makes the tower's input tensors, passed to

@@ -17,7 +17,7 @@ import socket
 import time
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu.devices import close_session, cluster_devices, session_config
+from crnn_multigpu.wrapper.devices import close_session, cluster_devices, session_config
 
 CHIEF_JOB = "worker"
 

@@ -11,23 +11,23 @@ import os
 
 import numpy as np
 
-from crnn_multigpu.charset import Charset
-from crnn_multigpu.checkpoints import load_config, require_checkpoint, variables_mismatch
+from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.runtime.checkpoints import load_config, require_checkpoint, variables_mismatch
 from crnn_multigpu.compat import tf
-from crnn_multigpu.crnn import CRNN
+from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import load_image, make_batch
-from crnn_multigpu.devices import first_devices, session_config
-from crnn_multigpu.metrics import text_metrics
-from crnn_multigpu.sharding import batch_size as count_examples
-from crnn_multigpu.sharding import split_batch
-from crnn_multigpu.towers import MultiGpuModel
+from crnn_multigpu.wrapper.devices import first_devices, session_config
+from crnn_multigpu.ocr.metrics import text_metrics
+from crnn_multigpu.wrapper.sharding import batch_size as count_examples
+from crnn_multigpu.wrapper.sharding import split_batch
+from crnn_multigpu.wrapper.towers import MultiGpuModel
 
 log = logging.getLogger(__name__)
 
 
 def tower_outputs(session, towers, batch, fetch):
     """Run ``fetch(model)`` (a list of tensors) of each tower of the
-    :class:`~crnn_multigpu.towers.MultiGpuModel` ``towers`` on its shard of ``batch``, in
+    :class:`~crnn_multigpu.wrapper.towers.MultiGpuModel` ``towers`` on its shard of ``batch``, in
     inference mode; the values per tower, in batch order. A batch of fewer images than
     towers uses as many towers as it has images."""
     models = towers.models[:count_examples(batch)]
@@ -42,10 +42,10 @@ def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_example
                      progress=None, fold=None):
     """``(figures, examples)`` of reading the first ``limit`` (None: all) samples of
     ``dataset`` (``len`` and ``safe_get`` or indexing) with ``recognize(arrays) -> texts``,
-    ``batch_size`` images at a time: :func:`~crnn_multigpu.metrics.text_metrics` plus the
+    ``batch_size`` images at a time: :func:`~crnn_multigpu.ocr.metrics.text_metrics` plus the
     count of unreadable images, and up to ``keep_examples`` (image, read, truth) triples.
     ``progress(done, total)`` is called after every batch. ``fold`` (e.g.
-    :func:`~crnn_multigpu.metrics.scoring_fold`) maps readings and labels before scoring."""
+    :func:`~crnn_multigpu.ocr.metrics.scoring_fold`) maps readings and labels before scoring."""
     total = len(dataset) if limit is None else min(limit, len(dataset))
     predictions, truths, examples, unreadable = [], [], [], 0
     arrays, texts = [], []
@@ -91,12 +91,12 @@ class Recognizer(object):
       run_dir: the ``--out`` directory of ``crnn-train`` (config.json + checkpoints/).
       beam_width: 0/1 greedy decoding, >1 CTC beam search.
       checkpoint: a specific checkpoint path prefix instead of the newest intact one.
-      lexicon: optional :class:`~crnn_multigpu.lexicon.LexiconDecoder` for this model's
+      lexicon: optional :class:`~crnn_multigpu.ocr.lexicon.LexiconDecoder` for this model's
         charset (also settable later as ``recognizer.lexicon``): every transcription
         is then post-processed by it, and its log probability is log p(text | image)
         summed over all CTC alignments instead of that of the best path.
       towers: run each batch over this many towers (the first GPUs, else virtual CPUs).
-      strategy: the towers' placement (``crnn_multigpu.strategies``; default: one copy of
+      strategy: the towers' placement (``crnn_multigpu.wrapper.strategies``; default: one copy of
         the variables on the host CPU).
     """
 
@@ -127,7 +127,7 @@ class Recognizer(object):
 
     @property
     def lexicon(self):
-        """The :class:`~crnn_multigpu.lexicon.LexiconDecoder` applied to every output, or None."""
+        """The :class:`~crnn_multigpu.ocr.lexicon.LexiconDecoder` applied to every output, or None."""
         return self._lexicon
 
     @lexicon.setter
@@ -204,11 +204,11 @@ class Recognizer(object):
 
 def read_page_lines(recognizer, image):
     """``(page, boxes, texts)`` of a page image (PIL, any mode): the page turned straight
-    (:func:`crnn_multigpu.page_layout.deskew`), its columns found, the lines of each found and
-    framed by :func:`crnn_multigpu.page.line_crops`, then read by ``recognizer``. ``boxes``
+    (:func:`crnn_multigpu.ocr.page_layout.deskew`), its columns found, the lines of each found and
+    framed by :func:`crnn_multigpu.ocr.page.line_crops`, then read by ``recognizer``. ``boxes``
     are in the straightened ``page``; their rows run column after column, left to right."""
-    from crnn_multigpu.page import line_crops
-    from crnn_multigpu.page_layout import deskew, find_columns
+    from crnn_multigpu.ocr.page import line_crops
+    from crnn_multigpu.ocr.page_layout import deskew, find_columns
     page, _ = deskew(image)
     boxes, crops = [], []
     for left, right in find_columns(page):
