@@ -31,3 +31,27 @@ def copies(wrapper, session):
     return [{p.op.name: session.run(c) for p, c in zip(
         wrapper.variables, wrapper.strategy.tower_variables(i, wrapper.variables))}
         for i in range(wrapper.n_towers)]
+
+
+def plain_run(model_cls, batches, make_session, optimizer, **model_kwargs):
+    """The reference the wrapper must equal: ``model_cls(**model_kwargs)`` alone, in its own
+    graph, one ``optimizer()`` step per whole batch (its UPDATE_OPS with each step).
+
+    Returns ``(variables, before)``: every global variable's value after the last step, by
+    plain name (weights, optimizer slots, moving statistics), and per batch the model's
+    ``(loss, error)`` before its step (``error`` is the loss for models without one).
+    """
+    graph = tf.Graph()
+    with graph.as_default():
+        model = model_cls(**model_kwargs)
+        with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+            step = optimizer().minimize(model.loss)
+        session = make_session(graph)
+        session.run(tf.global_variables_initializer())
+        before = []
+        for batch in batches:
+            feed = model.feed_dict(batch)
+            before.append(tuple(session.run([model.loss, getattr(model, "error", model.loss)],
+                                            feed)))
+            session.run(step, feed)
+        return {v.op.name: session.run(v) for v in tf.global_variables()}, before

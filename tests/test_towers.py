@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from assertions import assert_step_refused_changing_nothing
+from assertions import assert_step_refused_changing_nothing, plain_run
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import cpu_devices
@@ -22,18 +22,20 @@ def values(session):
 
 
 def plain_step(model_cls, batch, make_session, **kwargs):
-    """One SGD step of the model alone on the whole batch, in its own graph."""
-    graph = tf.Graph()
-    with graph.as_default():
-        model = model_cls(**kwargs)
-        loss_before = model.loss
-        step = sgd().minimize(model.loss)
-        session = make_session(graph)
-        session.run(tf.global_variables_initializer())
-        loss, error = session.run([loss_before, getattr(model, "error", loss_before)],
-                                  model.feed_dict(batch))
-        session.run(step, model.feed_dict(batch))
-        return values(session), loss, error
+    """One SGD step of the model alone on the whole batch: its variables, loss and error."""
+    variables, [(loss, error)] = plain_run(model_cls, [batch], make_session, sgd, **kwargs)
+    return variables, loss, error
+
+
+def adam():
+    return tf.train.AdamOptimizer(0.05)
+
+
+def assert_same_variables(session, expected, names=None):
+    """Each of ``names`` (default: every variable of ``expected``) as the plain run left it."""
+    got = values(session)
+    for name in names or sorted(expected):
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def test_variables_are_shared_with_plain_names(make_session):
@@ -104,12 +106,29 @@ def test_sparse_gradients_stay_sparse_and_exact(make_session):
     np.testing.assert_array_equal(after[untouched], before[untouched])
 
 
-def test_sparse_gradients_with_adam(make_session):
-    wrapper = MultiGpuModel(toys.Embedding, devices=cpu_devices(2))
+def test_sparse_gradients_with_adam_equal_plain_adam_steps(make_session):
+    # Two Adam steps over shards of 3 and 4 examples, each batch with an id in both shards:
+    # the table, both moments and the beta powers must be those of plain Adam on the whole
+    # batch (a tower's slices weighted wrongly change the moments and the shared rows).
+    batches = [toys.make_id_batch(7, seed=seed) for seed in (3, 4)]
+    assert all(set(b["ids"][:3]) & set(b["ids"][3:]) for b in batches)
+    expected, before = plain_run(toys.Embedding, batches, make_session, adam)
+    wrapper = MultiGpuModel(toys.Embedding, devices=cpu_devices(2), optimizer=adam())
+    assert isinstance(wrapper.grads_and_vars[0][0], tf.IndexedSlices)
     session = make_session()
     session.run(tf.global_variables_initializer())
-    session.run(wrapper.objective, wrapper.feed_dict(wrapper.split(toys.make_id_batch(6))))
-    assert isinstance(wrapper.grads_and_vars[0][0], tf.IndexedSlices)
+    initial = values(session)["table"]
+    for batch, (loss_before, _) in zip(batches, before):
+        shards = [{k: v[:3] for k, v in batch.items()}, {k: v[3:] for k, v in batch.items()}]
+        _, loss = session.run([wrapper.objective, wrapper.loss], wrapper.feed_dict(shards))
+        np.testing.assert_allclose(loss, loss_before, rtol=1e-5)
+    assert sorted(expected) == ["beta1_power", "beta2_power", "table", "table/Adam",
+                                "table/Adam_1"]
+    assert_same_variables(session, expected)
+    assert values(session)["global_step"] == 2
+    untouched = np.setdiff1d(np.arange(toys.VOCAB), np.concatenate([b["ids"] for b in batches]))
+    assert len(untouched) > 0
+    np.testing.assert_array_equal(values(session)["table"][untouched], initial[untouched])
 
 
 def test_update_ops_run_once_per_step_from_tower_zero(make_session):
@@ -232,15 +251,24 @@ def test_bad_models_give_clear_errors(model, message):
         MultiGpuModel(model, devices=cpu_devices(2))
 
 
-def test_subclass_with_model_cls(make_session):
+def test_subclass_with_model_cls_builds_it_with_the_model_kwargs(make_session):
     class MultiGpuLinear(MultiGpuModel):
         model_cls = toys.Linear
 
+    batch = toys.make_batch(6)
+    expected, [(expected_loss, _)] = plain_run(toys.Linear, [batch], make_session, sgd, scale=2.0)
+    _, [(unscaled_loss, _)] = plain_run(toys.Linear, [batch], make_session, sgd)
+    assert abs(expected_loss - unscaled_loss) > 0.1 * unscaled_loss  # scale=2.0 shows
     wrapper = MultiGpuLinear(devices=cpu_devices(2), optimizer=sgd(), scale=2.0)
+    assert wrapper.model_cls is toys.Linear and wrapper.n_towers == 2
+    assert [type(model) for model in wrapper.models] == [toys.Linear, toys.Linear]
     session = make_session()
     session.run(tf.global_variables_initializer())
-    loss = session.run(wrapper.loss, wrapper.feed_dict(wrapper.split(toys.make_batch(4))))
-    assert loss > 0 and wrapper.n_towers == 2
+    feed = wrapper.feed_dict(wrapper.split(batch))
+    _, loss = session.run([wrapper.objective, wrapper.loss], feed)
+    # Every tower was built with scale=2.0: the loss and the step are those of that model.
+    np.testing.assert_allclose(loss, expected_loss, rtol=1e-5)
+    assert_same_variables(session, expected, ["w", "b"])
 
 
 def test_gradient_processors_see_the_averaged_gradients(make_session):
