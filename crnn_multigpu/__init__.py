@@ -1,7 +1,7 @@
 """crnn_multigpu: train a single-device TensorFlow graph-mode model on many devices.
 
 Public names: ``MultiGpuModel`` (the tower wrapper), its placement strategies
-(``ParameterServer``, ``Replicated``), ``CRNN``, ``Charset`` and the device helpers. They are imported on first use, so tools that need no TensorFlow
+(``ParameterServer``, ``SpreadParameterServer``, ``Replicated``), ``CRNN``, ``Charset`` and the device helpers. They are imported on first use, so tools that need no TensorFlow
 (``crnn-generate``) start without loading it.
 """
 import importlib
@@ -12,6 +12,7 @@ _PUBLIC = {
     "MultiGpuModel": "crnn_multigpu.wrapper.towers",
     "ParameterServer": "crnn_multigpu.wrapper.strategies",
     "Replicated": "crnn_multigpu.wrapper.strategies",
+    "SpreadParameterServer": "crnn_multigpu.wrapper.strategies",
     "CRNN": "crnn_multigpu.ocr.crnn",
     "Charset": "crnn_multigpu.ocr.charset",
     "cluster_devices": "crnn_multigpu.wrapper.devices",

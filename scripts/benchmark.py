@@ -30,7 +30,8 @@ from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
 from crnn_multigpu.datasets import make_batch  # noqa: E402
 from crnn_multigpu.wrapper.devices import cpu_devices, session_config, visible_gpus  # noqa: E402
 from crnn_multigpu.wrapper.sharding import split_batch  # noqa: E402
-from crnn_multigpu.wrapper.strategies import ParameterServer, Replicated  # noqa: E402
+from crnn_multigpu.wrapper.strategies import (ParameterServer, Replicated,  # noqa: E402
+                                              SpreadParameterServer)
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 
 N_CPUS = 4
@@ -55,7 +56,7 @@ def bench_devices(n):
 # that none is slower than MirroredStrategy by more than the noise).
 STRATEGY_ROWS = [
     ("ps_packed_2", lambda: ParameterServer(num_packs=4)),
-    ("ps_towers_2", lambda: ParameterServer("towers")),
+    ("ps_towers_2", lambda: SpreadParameterServer()),
     ("replicated_2", lambda: Replicated()),  # auto: NCCL on GPUs (--gpus), else the ring
     ("replicated_packed_2", lambda: Replicated(num_packs=4)),
 ]

@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 import transfers  # noqa: E402  (beside this script: Python puts its folder on sys.path)
 from crnn_multigpu.compat import tf  # noqa: E402
 from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
-from crnn_multigpu.wrapper.strategies import ParameterServer, Replicated  # noqa: E402
+from crnn_multigpu.wrapper.strategies import (ParameterServer, Replicated,  # noqa: E402
+                                              SpreadParameterServer)
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 from hardware import PLATFORMS, VALIDATION_RUNS  # noqa: E402
 from reference_cnns import VGG16, ResNet50  # noqa: E402
@@ -127,7 +128,7 @@ def ps_host(analysis, n_gpus):
 def ps_towers(analysis, n_gpus):
     """One copy of each variable on one GPU, spread by bytes; each gradient is averaged on its
     variable's GPU, so tower i reads (and sends gradients for) the variables other GPUs hold."""
-    return analysis.rebuild(strategy=ParameterServer("towers")).flows
+    return analysis.rebuild(strategy=SpreadParameterServer()).flows
 
 
 def replicated_ring(analysis, n_gpus):
@@ -148,7 +149,7 @@ def replicated_nccl(analysis, n_gpus):
 # key: (label in the tables, traffic function); [graph]: counted in the graph, [model]: analytic.
 STRATEGIES = collections.OrderedDict([
     ("ps_host", ("ParameterServer() host CPU [graph]", ps_host)),
-    ("ps_towers", ("ParameterServer('towers') [graph]", ps_towers)),
+    ("ps_towers", ("SpreadParameterServer() [graph]", ps_towers)),
     ("replicated_ring", ("Replicated('ring') [graph]", replicated_ring)),
     ("replicated", ("Replicated('nccl') [model]", replicated_nccl)),
 ])

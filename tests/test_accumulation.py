@@ -12,7 +12,7 @@ import pytest
 
 import toy_models as toys
 from assertions import copies, start
-from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated
+from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated, SpreadParameterServer
 from crnn_multigpu.wrapper import layers, precision
 from crnn_multigpu.wrapper.accumulation import Accumulation
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
@@ -24,7 +24,7 @@ from crnn_multigpu.runtime.training import Trainer
 
 STRATEGIES = {
     "ps": lambda: ParameterServer(),
-    "ps-towers": lambda: ParameterServer("towers"),
+    "ps-towers": lambda: SpreadParameterServer(),
     "replicated": lambda: Replicated(all_reduce="ring"),
     "replicated-packed": lambda: Replicated(all_reduce="ring", num_packs=1),
 }

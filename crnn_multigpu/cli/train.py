@@ -58,10 +58,10 @@ def build_parser():
     parser.add_argument("--towers", type=positive_int, default=None,
                         help="towers: first N GPUs; without GPUs, N virtual CPU devices (default: "
                              "all GPUs, or 1 CPU tower)")
-    parser.add_argument("--strategy", choices=strategies.NAMES, default="ps",
-                        help="where the variables live: ps (one copy on the host CPU, or the ps "
-                             "job of --cluster; default), ps-towers (one copy spread over the "
-                             "towers), replicated (a copy per tower, kept equal by all-reduce)")
+    parser.add_argument("--strategy", choices=sorted(strategies.STRATEGIES), default="ps",
+                        help="where the variables live (default ps): " + "; ".join(
+                            "%s: %s" % (name, strategies.summary(cls))
+                            for name, cls in sorted(strategies.STRATEGIES.items())))
     parser.add_argument("--all-reduce", choices=strategies.ALL_REDUCE, default=None,
                         help="with --strategy replicated: nccl (GPUs), ring (any device), or "
                              "auto (default: nccl when every tower is a GPU)")
@@ -154,7 +154,7 @@ def make_strategy(args, variable_device):
         raise ValueError("--all-reduce %s chooses how replicas are kept equal; it needs "
                          "--strategy replicated (got --strategy %s)" % (args.all_reduce,
                                                                        args.strategy))
-    return strategies.from_name(args.strategy, all_reduce=args.all_reduce or "auto",
+    return strategies.from_name(args.strategy, all_reduce=args.all_reduce,
                                 num_packs=args.num_packs, device=variable_device)
 
 

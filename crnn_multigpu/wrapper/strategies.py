@@ -5,7 +5,7 @@ everything that depends on placement; it decides none of it itself:
 
 - ``ParameterServer()`` (the default): one copy of every variable on one device (the host CPU,
   or ``device=``); every tower reads it and sends its gradients there to be averaged.
-- ``ParameterServer("towers")``: still one copy of each variable, but spread over the tower
+- ``SpreadParameterServer()``: still one copy of each variable, but spread over the tower
   devices by bytes (greedy, largest first: tower 0 is first built once in a scratch graph to
   learn every variable's size), and each gradient is averaged on its variable's device, so no
   single bus carries all the traffic.
@@ -17,6 +17,10 @@ everything that depends on placement; it decides none of it itself:
 ``num_packs`` (every strategy): concatenate each tower's dense gradients into at most that many
 buffers before they cross devices, and split them after (per reducing device for the spread
 parameter server). One object per wrapper: ``setup`` binds it to the wrapper's towers.
+
+Each strategy is one class, registered under its command-line name (``ps``, ``ps-towers``,
+``replicated``) by :func:`register`; :func:`from_name` and ``crnn-train --strategy`` read that
+registry, and the first line of each class's docstring is its help.
 """
 import logging
 
@@ -76,11 +80,14 @@ class Strategy(object):
 
     name = "strategy"
     num_packs = 0
+    options = ()  # the keyword arguments from_name passes on to the class
 
     def setup(self, devices):
-        """Bind to the wrapper's tower devices (called once, before any tower is built)."""
+        """Bind to the wrapper's tower devices (called once, before any tower is built); every
+        piece of state a later hook reads is created here."""
         self.devices = list(devices)
         self.central_device = default_variable_device(self.devices)
+        self.optimizer = None
 
     def survey(self, build_tower_zero):
         """Hook before tower 0 is built, for a strategy that must see every variable first.
@@ -117,7 +124,7 @@ class Strategy(object):
 
     def finish(self, optimizer):
         """Hook after the optimizer step is built (its slot variables exist)."""
-        self._optimizer = optimizer
+        self.optimizer = optimizer
 
     def post_init_op(self):
         """The op to run after initialising or restoring the variables; a no-op here."""
@@ -145,47 +152,98 @@ class Strategy(object):
         return self.name
 
 
+STRATEGIES = {}  # command-line name -> strategy class
+
+
+def register(cls):
+    """Class decorator: make ``cls`` known to :func:`from_name` under ``cls.name``."""
+    if cls.name in STRATEGIES:
+        raise ValueError("a strategy named %r is already registered (%s)"
+                         % (cls.name, STRATEGIES[cls.name].__name__))
+    STRATEGIES[cls.name] = cls
+    return cls
+
+
+@register
 class ParameterServer(Strategy):
-    """One copy of every variable; tower gradients averaged where each variable lives.
+    """One copy of the variables on the host CPU (or the ps job); towers send it their gradients.
 
     Args:
-      device: a device string for the copy (default: the host CPU of the first tower), or
-        ``"towers"``: spread the variables over the tower devices by greedy load balancing on
-        bytes, largest first (``balance_largest_first``). The sizes come from building tower 0
-        once in a scratch graph before the real build. If that build fails (e.g. the model
-        takes tensors of the caller's graph as arguments), or builds other variables than the
-        real one, the rest are placed as they are created, each on the device holding the
-        fewest bytes so far, with a warning.
+      device: a device string for the copy (default: the host CPU of the first tower).
+      num_packs: concatenate the towers' dense gradients into at most this many buffers
+        before averaging (0: one transfer per gradient).
+    """
+
+    name = "ps"
+    options = ("device", "num_packs")
+
+    def __init__(self, device=None, num_packs=0):
+        if device == "towers":
+            raise ValueError("ParameterServer('towers') is SpreadParameterServer(): one class per "
+                             "strategy")
+        if device is not None and not isinstance(device, str):
+            raise TypeError("ParameterServer(device=...) takes a device string such as '/cpu:0', "
+                            "got %r" % (device,))
+        if device is not None:
+            tf.DeviceSpec.from_string(device)  # a malformed string fails here, naming itself
+        self.device = device
+        self.num_packs = _check_packs(num_packs)
+
+    def setup(self, devices):
+        Strategy.setup(self, devices)
+        if self.device is not None:
+            self.central_device = self.device
+
+    def place(self, index, op):
+        return self.central_device
+
+    def reduce(self, tower_grads_and_vars, weights):
+        # Group the variables by device: each group is averaged on its own device.
+        groups = {}
+        for position, (_, variable) in enumerate(tower_grads_and_vars[0]):
+            groups.setdefault(variable.device, []).append(position)
+        merged = [None] * len(tower_grads_and_vars[0])
+        for device, positions in sorted(groups.items()):
+            part = [[pairs[p] for p in positions] for pairs in tower_grads_and_vars]
+            with tf.device(device or self.central_device):
+                averaged = grad_ops.weighted_mean(part, weights, self.num_packs, self.devices)
+            for position, pair in zip(positions, averaged):
+                merged[position] = pair
+        return [(self.central_device, merged)]
+
+    def describe(self):
+        return "variables on %s" % self.central_device
+
+
+@register
+class SpreadParameterServer(ParameterServer):
+    """One copy of each variable, spread over the tower devices by bytes, averaged where it lives.
+
+    The variables are placed by greedy load balancing on bytes, largest first
+    (``balance_largest_first``); the sizes come from building tower 0 once in a scratch graph
+    before the real build. If that build fails (e.g. the model takes tensors of the caller's
+    graph as arguments), or builds other variables than the real one, the rest are placed as
+    they are created, each on the device holding the fewest bytes so far, with a warning.
+
+    Args:
       num_packs: concatenate the towers' dense gradients into at most this many buffers per
         reducing device before averaging (0: one transfer per gradient).
     """
 
-    name = "ps"
+    name = "ps-towers"
+    options = ("num_packs",)
 
-    def __init__(self, device=None, num_packs=0):
-        if device is not None and not isinstance(device, str):
-            raise TypeError("ParameterServer(device=...) takes a device string such as '/cpu:0' "
-                            "or 'towers', got %r" % (device,))
-        if device not in (None, "towers"):
-            tf.DeviceSpec.from_string(device)  # a malformed string fails here, naming itself
-        self.device = device
-        self.name = "ps-towers" if device == "towers" else "ps"
-        self.num_packs = _check_packs(num_packs)
-        self._loads = None
+    def __init__(self, num_packs=0):
+        ParameterServer.__init__(self, num_packs=num_packs)
 
     def setup(self, devices):
-        Strategy.setup(self, devices)
-        if self.device == "towers":
-            self._loads = dict((d, 0) for d in self.devices)
-            self._placed = {}
-            # Tower 0's variable ops in creation order, as (type, bytes, device): the plan.
-            self._plan, self._planned = [], 0
-        elif self.device is not None:
-            self.central_device = self.device
+        ParameterServer.setup(self, devices)
+        self._loads = dict((d, 0) for d in self.devices)
+        self._placed = {}
+        # Tower 0's variable ops in creation order, as (type, bytes, device): the plan.
+        self._plan, self._planned = [], 0
 
     def survey(self, build_tower_zero):
-        if self._loads is None:
-            return
         seen = []
 
         def record(op):
@@ -204,8 +262,6 @@ class ParameterServer(Strategy):
         self._plan = [(kind, nbytes, self.devices[d]) for (kind, nbytes), d in zip(seen, chosen)]
 
     def place(self, index, op):
-        if self._loads is None:
-            return self.central_device
         if op.name not in self._placed:
             device = self._planned_device(index, op) or min(
                 self.devices, key=lambda d: (self._loads[d], self.devices.index(d)))
@@ -228,35 +284,20 @@ class ParameterServer(Strategy):
         return device
 
     def plain_variables(self, variables):
-        if self._loads is not None and self._planned < len(self._plan):
+        if self._planned < len(self._plan):
             log.warning("the scratch build of tower 0 created %d variable(s) more than the real "
                         "one: the spread may be less even than planned",
                         len(self._plan) - self._planned)
 
-    def reduce(self, tower_grads_and_vars, weights):
-        # Group the variables by device: each group is averaged on its own device.
-        groups = {}
-        for position, (_, variable) in enumerate(tower_grads_and_vars[0]):
-            groups.setdefault(variable.device, []).append(position)
-        merged = [None] * len(tower_grads_and_vars[0])
-        for device, positions in sorted(groups.items()):
-            part = [[pairs[p] for p in positions] for pairs in tower_grads_and_vars]
-            with tf.device(device or self.central_device):
-                averaged = grad_ops.weighted_mean(part, weights, self.num_packs, self.devices)
-            for position, pair in zip(positions, averaged):
-                merged[position] = pair
-        return [(self.central_device, merged)]
-
     def describe(self):
-        if self._loads is not None:
-            return "variables spread over the towers (%s)" % ", ".join(
-                "%s %.1f MB" % (d, b / 1e6) for d, b in self._loads.items())
-        return "variables on %s" % self.central_device
+        return "variables spread over the towers (%s)" % ", ".join(
+            "%s %.1f MB" % (d, b / 1e6) for d, b in self._loads.items())
 
 
 ALL_REDUCE = ("auto", "nccl", "ring")
 
 
+@register
 class Replicated(Strategy):
     """A copy of the trainable variables on every tower, kept equal by all-reduced gradients.
 
@@ -272,6 +313,7 @@ class Replicated(Strategy):
     """
 
     name = "replicated"
+    options = ("all_reduce", "num_packs")
 
     def __init__(self, all_reduce="auto", num_packs=0):
         if all_reduce not in ALL_REDUCE:
@@ -293,6 +335,7 @@ class Replicated(Strategy):
         self._replicas = {}  # (tower index, id(plain variable)) -> replica
         self._pairs = []     # (tower index, plain variable, replica)
         self._replica_ops = set()
+        self._trainable = set()  # ids of the plain trainable variables, from plain_variables
 
     def variable_scope(self, index, outer_scope):
         if index == 0:
@@ -372,7 +415,7 @@ class Replicated(Strategy):
 
     def _copies(self):
         """(replica-side variable, plain-side variable) pairs: replicas and their slots."""
-        optimizer = getattr(self, "_optimizer", None)
+        optimizer = self.optimizer
         slots = optimizer.get_slot_names() if optimizer is not None else []
         pairs = []
         for _, plain, replica in self._pairs:
@@ -411,15 +454,17 @@ def resolve(strategy, variable_device=None):
     return strategy
 
 
-def from_name(name, all_reduce="auto", num_packs=0, device=None):
-    """The strategy of a command-line name: ``ps``, ``ps-towers`` or ``replicated``."""
-    if name == "ps":
-        return ParameterServer(device=device, num_packs=num_packs)
-    if name == "ps-towers":
-        return ParameterServer("towers", num_packs=num_packs)
-    if name == "replicated":
-        return Replicated(all_reduce=all_reduce, num_packs=num_packs)
-    raise ValueError("unknown strategy %r: choose ps, ps-towers or replicated" % (name,))
+def from_name(name, **options):
+    """The registered strategy called ``name`` (see :data:`STRATEGIES`), made with those of
+    ``options`` that its class takes (its ``options``) and that are not None."""
+    if name not in STRATEGIES:
+        raise ValueError("unknown strategy %r: choose %s" % (name, ", ".join(sorted(STRATEGIES))))
+    cls = STRATEGIES[name]
+    return cls(**dict((key, value) for key, value in options.items()
+                      if key in cls.options and value is not None))
 
 
-NAMES = ("ps", "ps-towers", "replicated")
+def summary(cls):
+    """The first line of a strategy class's docstring: its one-line help."""
+    line = cls.__doc__.strip().splitlines()[0].rstrip(".")
+    return line[:1].lower() + line[1:]
