@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from assertions import assert_step_refused_changing_nothing, copies, start
-from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated, SpreadParameterServer
+from assertions import assert_step_refused_changing_nothing, copies, plain_run, start
+from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated
 from crnn_multigpu.wrapper import gradients as grad_ops
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import cpu_devices
@@ -19,8 +19,8 @@ from crnn_multigpu.wrapper.strategies import balance_largest_first
 STRATEGIES = {
     "ps": lambda: ParameterServer(),
     "ps-packed": lambda: ParameterServer(num_packs=2),
-    "ps-towers": lambda: SpreadParameterServer(),
-    "ps-towers-packed": lambda: SpreadParameterServer(num_packs=1),
+    "ps-towers": lambda: ParameterServer("towers"),
+    "ps-towers-packed": lambda: ParameterServer("towers", num_packs=1),
     "replicated": lambda: Replicated(all_reduce="ring"),
     "replicated-packed": lambda: Replicated(num_packs=2),  # auto: the ring on CPUs
 }
@@ -33,23 +33,25 @@ def shards_of(batch, sizes=SHARDS):
     return [{k: v[a:b] for k, v in batch.items()} for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def plain_run(model_cls, batches, make_session, optimizer):
-    """The model alone on whole batches: its variables after each batch's step."""
-    graph = tf.Graph()
-    with graph.as_default():
-        model = model_cls()
-        with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-            step = optimizer().minimize(model.loss)
-        session = make_session(graph)
-        session.run(tf.global_variables_initializer())
-        for batch in batches:
-            session.run(step, model.feed_dict(batch))
-        return {v.op.name: session.run(v) for v in tf.global_variables()}
-
-
 def build(model_cls, name, optimizer, n_towers=3):
     return MultiGpuModel(model_cls, devices=cpu_devices(n_towers), optimizer=optimizer(),
                          strategy=STRATEGIES[name]())
+
+
+def assert_steps_equal_plain_run(wrapper, session, model_cls, batches, make_session,
+                                  optimizer):
+    """One step per batch over the towers (shards of SHARDS) gives the plain model's loss before
+    each step and, on every tower's copy, its variables after the last."""
+    expected, before = plain_run(model_cls, batches, make_session, optimizer)
+    for batch, (expected_loss, _) in zip(batches, before):
+        _, loss = session.run([wrapper.objective, wrapper.loss],
+                              wrapper.feed_dict(shards_of(batch)))
+        np.testing.assert_allclose(loss, expected_loss, rtol=1e-5)
+    for tower in copies(wrapper, session):
+        assert sorted(tower) == sorted(v.op.name for v in tf.trainable_variables())
+        for name, value in tower.items():
+            np.testing.assert_allclose(value, expected[name], rtol=1e-5, atol=1e-6,
+                                       err_msg=name)
 
 
 def sgd():
@@ -63,7 +65,7 @@ def adam():
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_steps_equal_the_plain_model_and_every_copy_agrees(make_session, name):
     batches = [toys.make_batch(sum(SHARDS), seed=s) for s in range(3)]
-    expected = plain_run(toys.Linear, batches, make_session, adam)
+    expected, _ = plain_run(toys.Linear, batches, make_session, adam)
     wrapper = build(toys.Linear, name, adam)
     session = start(wrapper, make_session)
     losses = []
@@ -83,7 +85,7 @@ def test_steps_equal_the_plain_model_and_every_copy_agrees(make_session, name):
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_sparse_gradients_stay_sparse_and_exact(make_session, name):
     batch = toys.make_id_batch(sum(SHARDS))
-    expected = plain_run(toys.Embedding, [batch], make_session, sgd)
+    expected, _ = plain_run(toys.Embedding, [batch], make_session, sgd)
     wrapper = build(toys.Embedding, name, sgd)
     (grad, _), = wrapper.grads_and_vars
     assert isinstance(grad, tf.IndexedSlices), "the combined embedding gradient was densified"
@@ -183,13 +185,24 @@ def test_replicas_live_on_their_towers_and_plain_names_on_tower_zero():
                 (variable.op.name, variable.device)
 
 
+def batch_dependent_term(model, index, name, size):
+    """A new variable of ``size`` floats in a term of ``model``'s loss, the mean over the
+    examples of ``x[0] * sum(variable * r)``: its gradient is the batch's mean ``x[0]`` times
+    a vector ``r`` of its own, so averaging it over the towers has to weigh their examples,
+    and no two variables step alike."""
+    variable = tf.get_variable(name, initializer=tf.zeros([size]))
+    own = np.random.RandomState(index).uniform(0.5, 1.5, size).astype(np.float32)
+    return tf.reduce_mean(model.x[:, 0]) * tf.reduce_sum(variable * own)
+
+
 class ThreeSizes(toys.Linear):
     """Variables of 4000, 3000, 2000 and 1000 floats beside w and b, all in the loss."""
 
     def __init__(self):
         toys.Linear.__init__(self)
-        for name, size in (("big", 4000), ("large", 3000), ("medium", 2000), ("small", 1000)):
-            self.loss += tf.reduce_sum(tf.get_variable(name, initializer=tf.zeros([size])))
+        for index, (name, size) in enumerate((("big", 4000), ("large", 3000), ("medium", 2000),
+                                              ("small", 1000))):
+            self.loss += batch_dependent_term(self, index, name, size)
 
 
 def test_spread_parameter_server_balances_bytes_over_the_towers(make_session):
@@ -206,8 +219,10 @@ def test_spread_parameter_server_balances_bytes_over_the_towers(make_session):
     for grad, variable in wrapper.grads_and_vars:
         assert tf.DeviceSpec.from_string(grad.device).device_index == placed[variable.op.name], \
             (variable.op.name, grad.device, variable.device)
-    session = start(wrapper, make_session)
-    session.run(wrapper.objective, wrapper.feed_dict(shards_of(toys.make_batch(8))))
+    # Spread over the towers, every variable still takes the plain model's steps.
+    assert_steps_equal_plain_run(wrapper, start(wrapper, make_session), ThreeSizes,
+                                 [toys.make_batch(8, seed) for seed in range(2)], make_session,
+                                 sgd)
 
 
 class SmallestFirst(toys.Linear):
@@ -223,8 +238,8 @@ class SmallestFirst(toys.Linear):
 
     def __init__(self, scale=1.0):
         toys.Linear.__init__(self, scale=scale)
-        for name, size in self.SIZES:
-            self.loss += tf.reduce_sum(tf.get_variable(name, initializer=tf.zeros([size])))
+        for index, (name, size) in enumerate(self.SIZES):
+            self.loss += batch_dependent_term(self, index, name, size)
 
 
 def device_loads(wrapper):
@@ -245,15 +260,17 @@ def test_spread_parameter_server_places_the_largest_variables_first(make_session
     assert placed == {"large_1": 0, "large_2": 1, "small_1": 2, "small_2": 2, "small_3": 2,
                       "w": 0, "b": 1}
     assert loads == [12024, 12008, 12000]
-    session = start(wrapper, make_session)
-    session.run(wrapper.objective, wrapper.feed_dict(shards_of(toys.make_batch(8))))
+    # Placed in another order than created, the variables still take the plain model's steps.
+    assert_steps_equal_plain_run(wrapper, start(wrapper, make_session), SmallestFirst,
+                                 [toys.make_batch(8, seed) for seed in range(2)], make_session,
+                                 sgd)
 
 
 def test_spread_falls_back_to_creation_order_when_the_scratch_build_fails(caplog):
     # A tensor of the caller's graph as a model argument cannot enter the scratch graph.
     with caplog.at_level(logging.WARNING):
         wrapper = MultiGpuModel(SmallestFirst, devices=cpu_devices(3), optimizer=sgd(),
-                                strategy=SpreadParameterServer(), scale=tf.constant(1.0))
+                                strategy=ParameterServer("towers"), scale=tf.constant(1.0))
     assert "could not build tower 0 in a scratch graph" in caplog.text
     placed, loads = device_loads(wrapper)
     assert loads == [4024, 16008, 16000]  # as created: worse than largest first
@@ -327,7 +344,7 @@ def test_ring_all_reduce_gives_every_device_the_sum(make_session):
 @pytest.mark.parametrize("name", ["ps-towers", "replicated-packed"])
 def test_function_style_under_a_strategy(make_session, name):
     batch = toys.make_batch(8)
-    expected = plain_run(toys.Linear, [batch], make_session, sgd)
+    expected, _ = plain_run(toys.Linear, [batch], make_session, sgd)
     x = tf.placeholder(tf.float32, [None, toys.IN_DIM])
     y = tf.placeholder(tf.float32, [None, toys.OUT_DIM])
 
