@@ -10,7 +10,7 @@ import pytest
 
 import toy_models as toys
 from assertions import assert_step_refused_changing_nothing, copies, plain_run, start
-from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated
+from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated, SpreadParameterServer
 from crnn_multigpu.wrapper import gradients as grad_ops
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import cpu_devices
@@ -19,8 +19,8 @@ from crnn_multigpu.wrapper.strategies import balance_largest_first
 STRATEGIES = {
     "ps": lambda: ParameterServer(),
     "ps-packed": lambda: ParameterServer(num_packs=2),
-    "ps-towers": lambda: ParameterServer("towers"),
-    "ps-towers-packed": lambda: ParameterServer("towers", num_packs=1),
+    "ps-towers": lambda: SpreadParameterServer(),
+    "ps-towers-packed": lambda: SpreadParameterServer(num_packs=1),
     "replicated": lambda: Replicated(all_reduce="ring"),
     "replicated-packed": lambda: Replicated(num_packs=2),  # auto: the ring on CPUs
 }
@@ -270,7 +270,7 @@ def test_spread_falls_back_to_creation_order_when_the_scratch_build_fails(caplog
     # A tensor of the caller's graph as a model argument cannot enter the scratch graph.
     with caplog.at_level(logging.WARNING):
         wrapper = MultiGpuModel(SmallestFirst, devices=cpu_devices(3), optimizer=sgd(),
-                                strategy=ParameterServer("towers"), scale=tf.constant(1.0))
+                                strategy=SpreadParameterServer(), scale=tf.constant(1.0))
     assert "could not build tower 0 in a scratch graph" in caplog.text
     placed, loads = device_loads(wrapper)
     assert loads == [4024, 16008, 16000]  # as created: worse than largest first
