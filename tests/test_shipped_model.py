@@ -1,5 +1,6 @@
 """The models shipped in models/: the tools use them by default and they read unseen text."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -67,3 +68,44 @@ def test_checkpoint_and_model_together_are_refused(tmp_path, capsys):
                          str(tmp_path / "any.png")]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "give --checkpoint or --model, not both" in error
+
+
+def test_an_installed_wheel_reads_a_word_and_a_page(tmp_path):
+    """``pip install`` of a built wheel, not the checkout, gives tools that read text: the
+    shipped models travel in the package (crnn_multigpu/models)."""
+    from test_page import render_page
+    source, wheels, target = tmp_path / "source", tmp_path / "wheels", tmp_path / "installed"
+    os.makedirs(str(source))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(REPO, name), str(source / name))
+    for name in ("crnn_multigpu", "models"):
+        shutil.copytree(os.path.join(REPO, name), str(source / name),
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+
+    def run_pip(*argv):
+        done = subprocess.run(pip + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=HANG_GUARD)
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+
+    run_pip("wheel", "--no-deps", "-w", str(wheels), str(source))
+    run_pip("install", "--no-deps", "--target", str(target), *[str(p) for p in wheels.iterdir()])
+    word, page = str(tmp_path / "word.png"), str(tmp_path / "page.png")
+    draw_word("Welcome", FACES[0]).save(word)
+    picture, truth = render_page()
+    picture.save(page)
+    # Only the installed copy is importable: run from elsewhere with it alone on the path.
+    env = dict(os.environ, PYTHONPATH=str(target))
+    outputs = []
+    for argv in ([word], ["--page", page]):
+        done = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.predict"] + argv,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=HANG_GUARD, env=env, cwd=str(tmp_path))
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+        outputs.append(done.stdout.decode())
+    assert outputs[0].strip() == "%s\twelcome" % word
+    assert outputs[1].split("\n")[0] == truth[0][0]
+    where = subprocess.run([sys.executable, "-c", "import crnn_multigpu.cli.evaluate as e; "
+                            "print(e.MODELS_DIR)"], stdout=subprocess.PIPE, env=env,
+                           cwd=str(tmp_path), timeout=HANG_GUARD).stdout.decode().strip()
+    assert where == str(target / "crnn_multigpu" / "models")

@@ -72,9 +72,17 @@ def lexicon_decoder(args, words, charset):
                           name="lexicon %s" % args.lexicon)
 
 
-# The models shipped in the repository (their README.md says how they were trained).
-MODELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "models")
+def models_dir():
+    """Where the shipped models are: ``crnn_multigpu/models`` in an installed package, else
+    ``models/`` of the checkout this package runs from."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    installed = os.path.join(package, "models")
+    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package),
+                                                                   "models")
+
+
+# The models shipped with the package (their README.md says how they were trained).
+MODELS_DIR = models_dir()
 SHIPPED_MODELS = {
     # Printable ASCII, case-sensitive, any width: words, lines and pages.
     "text": os.path.join(MODELS_DIR, "text"),
