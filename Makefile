@@ -72,8 +72,23 @@ compare: $(VENV2)/.installed
 benchmark: $(VENV2)/.installed
 	$(VENV2)/bin/python scripts/benchmark.py --quick
 
+# Opt-in: the CRNN beside a PyTorch twin (scripts/peer_benchmark.py; figures count only from an
+# idle machine). PyTorch lives in .venv-torch only: no dependency of the package or of `make test`.
+# PEER_ARGS=--quick: a smoke run of 1-2 minutes.
+VENVT := .venv-torch
+PEER_ARGS ?=
+.PHONY: benchmark-peers
+
+$(VENVT)/.installed:
+	$(PYTHON3) -m venv $(VENVT)
+	$(VENVT)/bin/pip install -q torch==2.13.0 numpy
+	touch $@
+
+benchmark-peers: $(VENV2)/.installed $(VENV1)/.installed $(VENVT)/.installed
+	$(VENV2)/bin/python scripts/peer_benchmark.py $(PEER_ARGS)
+
 clean:
-	rm -rf $(VENV2) $(VENV1) $(VENVH) runs *.egg-info
+	rm -rf $(VENV2) $(VENV1) $(VENVH) $(VENVT) runs *.egg-info
 
 # Opt-in: Horovod across processes (TF 1.15 / Python 3.7 only; Horovod 0.28.1 does not build
 # against TF 2.x). Not part of `make test`; builds Horovod from source (needs cmake and g++).
