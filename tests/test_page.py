@@ -308,3 +308,21 @@ def test_a_real_table_of_single_letter_cells_reads_as_its_text_layer(tmp_path, c
     assert len(read) == len(truth), list(zip(read, truth))
     assert character_error_rate(read, truth) <= 0.02, list(zip(read, truth))
     assert sum(r == t for r, t in zip(read, truth)) >= 38, list(zip(read, truth))
+
+
+def test_the_8_bit_ink_mask_is_the_float_one():
+    """Mode L pages take a histogram path (no float copy, no sort): the same mask and the same
+    paper grey as the float path and numpy's median, on light and dark pages alike."""
+    from crnn_multigpu.ocr.page import ink_mask, median_of_counts
+    rng = np.random.RandomState(0)
+    for trial in range(120):
+        shape = (rng.randint(2, 50), rng.randint(2, 50))
+        print_, paper = sorted(rng.randint(0, 256, 2)) if trial % 2 else \
+            sorted(rng.randint(0, 256, 2))[::-1]
+        pixels = np.where(rng.rand(*shape) < rng.uniform(0.05, 0.5),
+                          rng.normal(print_, 25, shape), rng.normal(paper, 25, shape))
+        values = np.clip(pixels, 0, 255).astype(np.uint8)
+        fast = ink_mask(Image.fromarray(values))
+        slow = ink_mask(Image.fromarray(values).convert("RGB"))  # to_gray_float, Otsu on floats
+        assert np.array_equal(fast, slow), trial
+        assert median_of_counts(np.bincount(values.ravel(), minlength=256)) == np.median(values)

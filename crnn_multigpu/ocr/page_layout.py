@@ -16,7 +16,7 @@ found in each column on its own, and read column after column.
 import numpy as np
 from PIL import Image
 
-from crnn_multigpu.ocr.page import glyph_height, ink_mask, row_bands
+from crnn_multigpu.ocr.page import glyph_height, ink_mask, paper_grey, row_bands
 
 MAX_SKEW = 5.0          # degrees searched either way
 COARSE_STEP = 0.25      # degrees
@@ -71,8 +71,7 @@ def deskew(image):
     angle = _skew_of_ink(ink)
     if abs(angle) < MIN_SKEW:
         return grey, 0.0
-    pixels = np.asarray(grey)
-    paper = int(np.median(pixels[~ink])) if pixels.size else 255
+    paper = int(paper_grey(np.asarray(grey), ink))
     return grey.rotate(-angle, resample=Image.BICUBIC, fillcolor=paper), angle
 
 
