@@ -1,4 +1,5 @@
 import collections
+import itertools
 
 import numpy as np
 import pytest
@@ -115,16 +116,85 @@ def test_infeasible_labels_give_finite_loss_and_gradients(graph):
     assert all(np.all(np.isfinite(g)) for g in gv)
 
 
-def test_beam_search_predict(graph):
+def _labelling_log_probs(frames, blank):
+    """Exact ``log p(labelling | frames)`` of every labelling of ``frames`` [T, C] (log
+    probabilities): each of the C**T paths collapsed (repeats merged, blanks dropped) and
+    the paths of a labelling summed."""
+    steps, classes = frames.shape
+    paths = np.array(list(itertools.product(range(classes), repeat=steps)))
+    scores = frames[np.arange(steps), paths].sum(axis=1)
+    exact = {}
+    for path, score in zip(paths.tolist(), scores):
+        labelling = tuple(c for j, c in enumerate(path) if c != blank and (j == 0 or c != path[j - 1]))
+        exact[labelling] = np.logaddexp(exact.get(labelling, -np.inf), score)
+    return exact
+
+
+def _rows(dense):
+    """Id rows padded with -1 -> tuples; the padding only on the right."""
+    rows = []
+    for row in dense:
+        k = int((row >= 0).sum())
+        assert np.all(row[:k] >= 0) and np.all(row[k:] == -1), row
+        rows.append(tuple(int(v) for v in row[:k]))
+    return rows
+
+
+def test_beam_search_finds_the_most_probable_labelling(graph):
+    # Widths 16 and 12: 4 and 3 frames of 6 classes, few enough to score every labelling.
+    m = CRNN(num_classes=6, beam_width=3, **TINY)
+    with tf.variable_scope(tf.get_variable_scope(), reuse=True):
+        # Wider than the 781 prefixes of up to 4 labels of 5: this beam prunes nothing.
+        wide = CRNN(num_classes=6, beam_width=1000, **TINY)
+    b = _batch(2, 16, [[1], [2]], widths=[16, 12])
+    feed = m.feed_dict(b, False)
+    feed.update(wide.feed_dict(b, False))
+    with _session() as sess:
+        pred, logp, wide_pred, wide_logp, lp, sl = sess.run(
+            [m.predict, m.log_prob, wide.predict, wide.log_prob, m.log_probs_per_frame,
+             m.seq_lengths], feed)
+    assert sl.tolist() == [4, 3] and pred.shape[0] == 2 and np.all(pred < 5)
+    for i, (narrow, found) in enumerate(zip(_rows(pred), _rows(wide_pred))):
+        exact = _labelling_log_probs(lp[:sl[i], i], blank=5)
+        # Unpruned, it reads the most probable labelling, scored over all its alignments.
+        np.testing.assert_allclose(exact[found], max(exact.values()), rtol=1e-5)
+        np.testing.assert_allclose(wide_logp[i], exact[found], rtol=1e-4)
+        # A narrow beam scores its reading over the alignments it kept: never above the truth.
+        assert logp[i] <= exact[narrow] + 1e-4 * abs(exact[narrow]), (logp[i], exact[narrow])
+        assert logp[i] <= wide_logp[i] + 1e-4 * abs(wide_logp[i])
+
+
+def test_beam_search_reads_as_greedy_on_peaked_frames(graph):
+    # The logits layer refitted so that each valid frame's best class is the one of PATHS, by
+    # 40 nats over the next: one path carries all the probability, so the beam's reading is
+    # the greedy one, that path collapsed (a repeat across a blank kept, "1 1" merged), and its
+    # score the path's log probability. Blank is 5.
+    paths = [[1, 1, 5, 1, 2, 5, 5, 2], [3, 5, 3, 0, 0]]
     m = CRNN(num_classes=6, beam_width=3, **TINY)
     b = _batch(2, 32, [[1], [2]], widths=[32, 20])
+    fd = m.feed_dict(b, False)
+    kernel = tf.global_variables("crnn/logits/kernel")[0]
+    features = [op for op in tf.get_default_graph().get_operations()
+                if op.name.startswith("crnn/logits/") and op.type == "MatMul"][0].inputs[0]
     with _session() as sess:
-        pred, logp, greedy = sess.run([m.predict, m.log_prob, m.decoded], m.feed_dict(b, False))
-    assert pred.shape[0] == 2 and pred.shape[1] <= 8
-    assert logp.shape == (2,) and np.all(np.isfinite(logp)) and np.all(logp <= 0)
-    for row in pred:  # -1 only as right padding
-        k = int((row >= 0).sum())
-        assert np.all(row[:k] >= 0) and np.all(row[k:] == -1) and np.all(row < 5)
+        flat, sl = sess.run([features, m.seq_lengths], fd)  # [T * B, units], time major
+        assert sl.tolist() == [len(path) for path in paths]
+        rows = [t * 2 + i for i, path in enumerate(paths) for t in range(len(path))]
+        wanted = -np.ones([len(rows), 6], np.float32)
+        wanted[np.arange(len(rows)), [c for path in paths for c in path]] = 1.0
+        fitted = np.linalg.lstsq(flat[rows], wanted, rcond=None)[0]
+        top = np.sort(flat[rows].dot(fitted), axis=1)
+        kernel.load((40.0 / (top[:, -1] - top[:, -2]).min() * fitted).astype(np.float32), sess)
+        pred, logp, greedy, lp = sess.run([m.predict, m.log_prob, m.decoded,
+                                           m.log_probs_per_frame], fd)
+    assert [lp[:n, i].argmax(axis=1).tolist() for i, n in enumerate(sl)] == paths
+    read = [tuple(c for j, c in enumerate(path) if c != 5 and (j == 0 or c != path[j - 1]))
+            for path in paths]
+    greedy_rows = [tuple(int(v) for (row, _), v in zip(greedy.indices, greedy.values) if row == i)
+                   for i in range(2)]
+    assert _rows(pred) == greedy_rows == read
+    np.testing.assert_allclose(logp, [lp[:n, i].max(axis=1).sum() for i, n in enumerate(sl)],
+                               rtol=1e-4, atol=1e-4)
 
 
 def test_feed_dict_for_prediction_without_labels(graph):
