@@ -59,12 +59,23 @@ def test_words_labels_and_crops(pdf, tmp_path):
 
 
 def test_sampling_is_seeded(pdf, tmp_path):
-    labels = []
-    for name, seed in (("a", 3), ("b", 3)):
-        result = run_script("--out", tmp_path / name, "--max-words", 2, "--seed", seed, pdf)
+    def sample(seed, name):
+        """The labels of 2 words drawn with ``seed``, and every file written, byte for byte."""
+        out = tmp_path / name
+        result = run_script("--out", out, "--max-words", 2, "--seed", seed, pdf)
         assert result.returncode == 0, result.stderr
-        labels.append(list(open_dataset(str(tmp_path / name)).texts))
-    assert labels[0] == labels[1] and len(labels[0]) == 2 and set(labels[0]) <= set(EXPECTED)
+        files = dict((str(path.relative_to(out)), path.read_bytes())
+                     for path in sorted(out.rglob("*")) if path.is_file())
+        return list(open_dataset(str(out)).texts), files
+
+    labels, files = sample(3, "a")
+    assert len(labels) == 2 and len(files) > 2
+    # Two of the usable words, in the document's order.
+    assert labels == [word for word in EXPECTED if word in labels]
+    assert sample(3, "b") == (labels, files)  # the same seed: the same dataset
+    # Other seeds draw other words: of the 6 pairs, not the same one every time.
+    others = [sample(seed, "seed%d" % seed)[0] for seed in (0, 1, 2, 4)]
+    assert any(other != labels for other in others), (labels, others)
 
 
 def test_clear_errors(pdf, tmp_path):
