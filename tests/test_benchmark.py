@@ -9,9 +9,12 @@ import os
 import re
 import subprocess
 import sys
-from waiting import HANG_GUARD
 
+import pytest
+
+from waiting import HANG_GUARD
 from crnn_multigpu.compat import TF_VERSION
+from crnn_multigpu.ocr.crnn import CRNN
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATIO_KEYS = ("wrapper1_vs_plain", "towers2_vs_towers1", "wrapper_vs_mirrored",
@@ -67,8 +70,43 @@ def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
     assert report["gemm_flops_per_s"]["numpy"] > 1e8 and report["gemm_flops_per_s"]["tensorflow"] > 1e8
     figures = report["configurations"]["batch4"]
     # Batch 4 of 32x100 images: about a GFLOP counted (convolutions dominate), the LSTM apart.
-    assert 1e8 < figures["profiler_flops"] < 1e10 and figures["lstm_flops"] > 0
-    assert 0 < figures["fraction_of_peak"] < 5
+    assert 1e8 < figures["profiler_flops"] < 1e10
+    # The LSTM's matmuls the profiler misses: per layer, 2 directions x 3 matmuls (forward,
+    # input and weight gradients) x 2 FLOP per multiply-add, [B, in + units] x [in + units, 4
+    # units] on each of the 25 frames of a 100 px image; the default CRNN, batch 4.
+    units, top = CRNN.DEFAULTS["lstm_units"], CRNN.DEFAULTS["channels"][-1]
+    assert figures["lstm_flops"] == sum(2 * 3 * 2 * 4 * 25 * (inputs + units) * 4 * units
+                                        for inputs in (top, 2 * units))
+    # The fraction is the step's FLOP rate over the best of the four GEMM rates...
+    gemm = report["gemm_flops_per_s"]
+    assert gemm["peak"] == max(gemm[k] for k in ("numpy", "tensorflow", "numpy_after",
+                                                 "tensorflow_after"))
+    rate = (figures["profiler_flops"] + figures["lstm_flops"]) / figures["step_seconds"]
+    assert figures["flops_per_s"] == pytest.approx(rate, rel=1e-9)
+    assert figures["fraction_of_peak"] == pytest.approx(rate / gemm["peak"], rel=1e-9)
+    assert figures["images_per_s"] == pytest.approx(4 / figures["step_seconds"], rel=1e-9)
+    assert 0 < figures["fraction_of_peak"] <= 1  # a CRNN step runs below a large GEMM
+    # ...and the printed lines say the same, to their rounding.
+    peaks = [float(v) for v in re.search(
+        r"^float32 GEMM peak: numpy ([\d.]+) GFLOP/s, TF ([\d.]+) GFLOP/s \(after the steps: "
+        r"([\d.]+), ([\d.]+)\)$", result.stdout, re.M).groups()]
+    ms, counted, lstm, gflops, percent = [float(v) for v in re.search(
+        r"^batch4: ([\d.]+) ms/step, \d+ images/s; ([\d.]+) GFLOP counted \+ ([\d.]+) GFLOP "
+        r"LSTM = ([\d.]+) GFLOP/s, ([\d.]+) % of the float32 GEMM peak$", result.stdout,
+        re.M).groups()]
+    # Each printed number is its JSON figure rounded to the digits printed.
+    for got, exact, half_digit in (
+            list(zip(peaks, [gemm[k] / 1e9 for k in ("numpy", "tensorflow", "numpy_after",
+                                                     "tensorflow_after")], [0.05] * 4)) +
+            [(ms, 1e3 * figures["step_seconds"], 0.05),
+             (counted, figures["profiler_flops"] / 1e9, 0.005),
+             (lstm, figures["lstm_flops"] / 1e9, 0.005), (gflops, rate / 1e9, 0.05),
+             (percent, 100 * figures["fraction_of_peak"], 0.05)]):
+        assert abs(got - exact) <= half_digit + 1e-9, (got, exact)
+    # The printed percentage from the printed figures, within what their rounding allows.
+    from_print = 100 * (counted + lstm) / (ms / 1e3) / max(peaks)
+    slack = 0.005 * 2 / (counted + lstm) + 0.05 / ms + 0.05 / max(peaks)
+    assert abs(percent - from_print) <= 0.05 + from_print * slack * 1.01, (percent, from_print)
     # Under its plain name also with oneDNN on (which runs _MklNativeConv2DBackpropFilter).
     assert "Conv2DBackpropFilter" in figures["op_micros_by_type"]
     assert "% of the float32 GEMM peak" in result.stdout
