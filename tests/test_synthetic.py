@@ -1,6 +1,7 @@
 """Synthetic data that generalises: reserved and held-out font families, real words, looks, recipes."""
 import collections
 import os
+import re
 import shutil
 
 import numpy as np
@@ -25,22 +26,61 @@ def fonts():
     return find_fonts(chars=CHARSET.chars)
 
 
+# Reserved by the family name alone (the file named "face.ttf"): every pattern of
+# fonts.RESERVED_FAMILY_PATTERNS, in the spellings the families' fonts carry.
+RESERVED_FAMILIES = [
+    "Liberation Sans", "Liberation Serif", "Liberation Mono", "Liberation Sans Narrow",
+    # Liberation's designs as Google Fonts / @fontsource name them
+    "Arimo", "Tinos", "Cousine",
+    # GNU FreeFont
+    "FreeSerif", "FreeSans", "FreeMono", "Free Sans", "GNU FreeFont",
+    # URW base35, as urw-base35 and as ghostscript's older gsfonts name them
+    "Nimbus Roman", "Nimbus Sans", "Nimbus Sans Narrow", "Nimbus Mono PS", "Nimbus Roman No9 L",
+    "URW Gothic", "URW Bookman", "URW Palladio L", "URW Chancery L", "Bookman Old Style",
+    "C059", "P052", "Z003", "Century Schoolbook L", "Standard Symbols PS", "Standard Symbols L",
+    "TeX Gyre Termes", "TeX Gyre Heros", "TeXGyreCursor", "LIBERATION SERIF"]
+# Reserved by the file's base name alone (the family read as "Plain"): every pattern of
+# fonts.RESERVED_FILE_PATTERNS.
+RESERVED_FILES = [
+    "LiberationSans-Regular.ttf", "LiberationSansNarrow-Bold.ttf", "arimo-latin-400-normal.woff",
+    "Tinos-Bold.ttf", "Cousine-Regular.ttf", "FreeSerif.ttf", "FreeSansBoldOblique.ttf",
+    "FreeMono.ttf", "NimbusSans-Regular.otf", "NimbusMonoPS-Bold.pfb", "URWGothic-Book.otf",
+    "URWBookman-Light.pfb", "C059-Roman.otf", "P052-Italic.pfb", "Z003-MediumItalic.otf",
+    "texgyretermes-regular.otf", "TeXGyreHeros-Bold.otf",
+    # ghostscript's URW Type 1 files and their metrics, named by a code only
+    "c059013l.pfb", "n019003l.pfb", "a010013l.afm", "b018012l.pfb", "d050000l.pfb",
+    "p052003l.pfb", "s050000l.pfb", "z003034l.pfb", "D050000L.pfb"]
+
+
+@pytest.mark.parametrize("family", RESERVED_FAMILIES)
+def test_reserved_families_are_recognised_by_their_family_name(family):
+    assert is_reserved("/fonts/face.ttf", family)
+
+
+@pytest.mark.parametrize("name", RESERVED_FILES)
+def test_reserved_files_are_recognised_by_their_file_name(name):
+    assert is_reserved("/fonts/" + name, "Plain")
+    # An unreadable file: its family is read as its name without the extension.
+    assert is_reserved("/nonexistent/" + name)
+
+
+def test_reserved_cases_cover_every_pattern():
+    assert not is_reserved("/fonts/face.ttf", "Plain")  # the neutral name and family
+    for patterns, cases in ((font_module.RESERVED_FAMILY_PATTERNS, RESERVED_FAMILIES),
+                            (font_module.RESERVED_FILE_PATTERNS, RESERVED_FILES)):
+        for pattern in patterns:
+            assert any(re.search(pattern, case.lower()) for case in cases), pattern
+
+
 @pytest.mark.parametrize("path,family", [
     ("/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf", "Liberation Sans"),
     ("/usr/share/fonts/truetype/freefont/FreeSerif.ttf", "FreeSerif"),
     ("/usr/share/fonts/opentype/urw-base35/NimbusRoman-Regular.otf", "Nimbus Roman"),
-    ("/fonts/URWBookman-Light.otf", "URW Bookman"), ("/fonts/C059-Roman.otf", "C059"),
-    ("/fonts/P052-Roman.otf", "P052"), ("/fonts/Z003-MediumItalic.otf", "Z003"),
-    ("/fonts/texgyretermes-regular.otf", "TeX Gyre Termes"),
-    # Liberation's own designs as Google Fonts / @fontsource ship them
     ("/usr/local/share/fonts/fontsource/arimo/arimo-latin-400-normal.woff", "Arimo"),
-    ("/fonts/Tinos-Bold.ttf", "Tinos"), ("/fonts/Cousine-Regular.ttf", "Cousine"),
-    # Type 1 (.pfb): ghostscript's URW fonts, named by family or only by file
     ("/usr/share/fonts/type1/gsfonts/c059013l.pfb", "Century Schoolbook L"),
-    ("/usr/share/fonts/type1/gsfonts/n019003l.pfb", "Nimbus Sans L"),
     ("/fonts/p052003l.pfb", "p052003l"),
 ])
-def test_reserved_families_are_recognised(path, family):
+def test_reserved_fonts_are_recognised(path, family):
     assert is_reserved(path, family)
 
 
@@ -60,7 +100,18 @@ def test_reserved_families_are_recognised(path, family):
     ("/home/durward/.fonts/DejaVuSans.ttf", "DejaVu Sans"),
     ("/home/liberation/fonts/Roboto-Regular.ttf", "Roboto"),
     ("/srv/urw/texgyre/Lato-Regular.ttf", "Lato"),
+    ("/usr/share/fonts/truetype/freefont/Carlito-Regular.ttf", "Carlito"),
     ("/usr/local/share/fonts/fontsource/abel/abel-latin-400-normal.woff", "Abel"),
+    # look-alikes a bare substring match would reserve: a reserved name inside a word
+    # (m-ARIMO, mar-TINOS, b-URW-ood), FreeFont's words after another first word, "free"
+    # before other words, Standard Symbols' first word, Century Schoolbook without URW's L
+    ("/fonts/Marimo-Regular.ttf", "Marimo"), ("/fonts/Martinos-Regular.ttf", "Martinos"),
+    ("/fonts/Burwood-Regular.ttf", "Burwood"), ("/fonts/CarefreeSans-Regular.ttf", "Carefree Sans"),
+    ("/fonts/Freeman-Regular.ttf", "Freeman"), ("/fonts/Freehand-Regular.ttf", "Freehand"),
+    ("/usr/share/fonts/truetype/fonts-oldstandard/OldStandard-Regular.ttf", "Old Standard TT"),
+    ("/fonts/CENSCBK.TTF", "Century Schoolbook"),
+    # a code-named Type 1 file of another foundry (Bitstream Charter)
+    ("/usr/share/fonts/X11/Type1/c0648bt_.pfb", "Bitstream Charter"),
 ])
 def test_ordinary_families_are_not_reserved(path, family):
     assert not is_reserved(path, family)
