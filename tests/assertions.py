@@ -55,3 +55,14 @@ def plain_run(model_cls, batches, make_session, optimizer, **model_kwargs):
                                             feed)))
             session.run(step, feed)
         return {v.op.name: session.run(v) for v in tf.global_variables()}, before
+
+
+def levenshtein(a, b):
+    """Edit distance of two sequences, written out here so tests check the library's metrics
+    against an independent count."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]

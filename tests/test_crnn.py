@@ -4,6 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
+from assertions import levenshtein
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr.crnn import CRNN
 
@@ -88,7 +89,7 @@ def test_loss_error_predict(graph):
     assert np.ndim(loss) == 0 and np.isfinite(loss) and loss > 0
     assert 0.0 <= err <= 1.0
     # Reference: mean over examples of min(1, levenshtein(pred, label) / len(label)).
-    ref_err = np.mean([min(1.0, _levenshtein([v for v in p if v >= 0], l) / len(l))
+    ref_err = np.mean([min(1.0, levenshtein([v for v in p if v >= 0], l) / len(l))
                        for p, l in zip(pred.tolist(), [[0, 1, 2], [4, 4], [3]])])
     np.testing.assert_allclose(err, ref_err, rtol=1e-5)
     assert pred.dtype == np.int32 and pred.shape[0] == 3 and pred.shape[1] <= 10
@@ -212,13 +213,6 @@ def test_feed_dict_for_prediction_without_labels(graph):
     np.testing.assert_array_equal(pred, pred2)
 
 
-def _levenshtein(a, b):
-    d = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, d[0] = d[0], i
-        for j, y in enumerate(b, 1):
-            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (x != y))
-    return d[-1]
 
 
 def _synthetic_batch():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from assertions import levenshtein
 from waiting import HANG_GUARD
 from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
@@ -43,15 +44,6 @@ def run_train(args):
 def variables_of(run_dir):
     reader = tf.train.load_checkpoint(latest_checkpoint(run_dir))
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
-
-
-def levenshtein(a, b):
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        previous, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
-    return row[-1]
 
 
 def read_alone(run_dir, paths, beam_width=0):
