@@ -331,3 +331,13 @@ def test_evaluate_can_score_folded_labels(datasets, tmp_path, capsys):
     for key in ("word_accuracy", "cer", "mean_ned", "n"):
         assert scores["folded"][key] == pytest.approx(scores["plain"][key]), key
     assert scores["folded"]["scoring"] == "fold-case+alnum" and scores["plain"]["scoring"] == "exact"
+
+
+def test_evaluate_reads_a_synthetic_recipe_with_the_text_model(tmp_path, capsys):
+    """A recipe has no label list to look at for the case note: it is evaluated all the same."""
+    from crnn_multigpu.datasets.recipe import write_recipe
+    recipe = str(tmp_path / "recipe")
+    write_recipe(recipe, count=6, seed=3, fonts="all", font_dirs=[DEJAVU])
+    assert evaluate.main(["--data", recipe]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert figures["n"] == 6

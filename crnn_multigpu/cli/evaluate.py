@@ -172,8 +172,10 @@ def main_body(argv=None):
         sys.stderr.flush()
 
     fold = scoring_fold(args.fold_case, args.alnum) if args.fold_case or args.alnum else None
-    if fold is None and reads_case(recognizer.charset) and not any(
-            text != text.lower() for text in dataset.texts):
+    # A synthetic recipe draws its labels when read: it has no list of them to look at.
+    labels = getattr(dataset, "texts", None)
+    if fold is None and labels is not None and reads_case(recognizer.charset) and not any(
+            text != text.lower() for text in labels):
         sys.stderr.write("note: the labels of %s have no capitals but the model reads case; "
                          "--fold-case --alnum scores case-blind labels (such as a 36-class word "
                          "set) fairly\n" % args.data)
