@@ -51,7 +51,8 @@ MARGIN_PT = (2.0, 0.5)
 
 
 def fail(message):
-    raise SystemExit("pdf_words: " + message)
+    """End the script with one line: its own name and ``message``."""
+    raise SystemExit("%s: %s" % (os.path.splitext(os.path.basename(sys.argv[0]))[0], message))
 
 
 def run(command, pdf):
@@ -85,10 +86,12 @@ def read_list(path):
     return pdfs
 
 
-def find_words(pdf):
-    """``(pages, found, [(page, (x0, y0, x1, y1) in points, text)])`` of the words worth keeping."""
-    xml = run(["pdftotext", "-bbox", pdf, "-"], pdf).decode("utf-8", "replace")
-    pages, found, words = 0, 0, []
+def find_words(pdf, page=None):
+    """``(pages, found, [(page, (x0, y0, x1, y1) in points, text)])`` of the words worth keeping,
+    of every page or of ``page`` only."""
+    only = ["-f", str(page), "-l", str(page)] if page else []
+    xml = run(["pdftotext", "-bbox"] + only + [pdf, "-"], pdf).decode("utf-8", "replace")
+    pages, found, words = (page - 1 if page else 0), 0, []
     for match in TOKEN_RE.finditer(xml):
         if match.group(1):
             pages += 1

@@ -15,10 +15,13 @@ def _escape(text):
     return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def write_text_pdf(path, lines, font_path, size=11.0, leading=1.45, page=(612, 792), margin=72):
+def write_text_pdf(path, lines, font_path, size=11.0, leading=1.45, page=(612, 792), margin=72,
+                   font_name="Embedded", embed=True):
     """Write ``lines`` (ASCII strings; None for a blank line) top-down on a US-letter page.
 
     ``size`` is the font size in points; ``leading`` the line pitch as a multiple of it.
+    ``font_name`` is the PostScript name the PDF gives the font; ``embed=False`` leaves the
+    font file out (a reader then substitutes a face of its own).
     """
     em = ImageFont.truetype(font_path, 1000)  # advances at 1000 units per em, PDF's unit
     widths = " ".join("%d" % round(em.getlength(chr(code))) for code in range(32, 127))
@@ -38,13 +41,14 @@ def write_text_pdf(path, lines, font_path, size=11.0, leading=1.45, page=(612, 7
         ("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R "
          "/Resources << /Font << /F1 5 0 R >> >> >>" % page).encode("ascii"),
         b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-        ("<< /Type /Font /Subtype /TrueType /BaseFont /Embedded /FirstChar 32 /LastChar 126 "
-         "/Widths [%s] /Encoding /WinAnsiEncoding /FontDescriptor 6 0 R >>" % widths)
+        ("<< /Type /Font /Subtype /TrueType /BaseFont /%s /FirstChar 32 /LastChar 126 "
+         "/Widths [%s] /Encoding /WinAnsiEncoding /FontDescriptor 6 0 R >>" % (font_name, widths))
         .encode("ascii"),
         # Flags 32: non-symbolic, so poppler maps WinAnsi codes through the font's Unicode cmap.
-        ("<< /Type /FontDescriptor /FontName /Embedded /Flags 32 /FontBBox [-1000 %d 2000 %d] "
-         "/ItalicAngle 0 /Ascent %d /Descent %d /CapHeight %d /StemV 80 /FontFile2 7 0 R >>"
-         % (-descent, ascent, ascent, -descent, int(0.7 * ascent))).encode("ascii"),
+        ("<< /Type /FontDescriptor /FontName /%s /Flags 32 /FontBBox [-1000 %d 2000 %d] "
+         "/ItalicAngle 0 /Ascent %d /Descent %d /CapHeight %d /StemV 80%s >>"
+         % (font_name, -descent, ascent, ascent, -descent, int(0.7 * ascent),
+            " /FontFile2 7 0 R" if embed else "")).encode("ascii"),
         b"<< /Length %d /Length1 %d >>\nstream\n" % (len(font_file), len(font_file)) +
         font_file + b"\nendstream",
     ]
