@@ -110,6 +110,10 @@ def test_reserved_fonts_are_recognised(path, family):
     ("/fonts/Freeman-Regular.ttf", "Freeman"), ("/fonts/Freehand-Regular.ttf", "Freehand"),
     ("/usr/share/fonts/truetype/fonts-oldstandard/OldStandard-Regular.ttf", "Old Standard TT"),
     ("/fonts/CENSCBK.TTF", "Century Schoolbook"),
+    # ... and a reserved name at the start or end of another word, in the family or the file
+    ("/fonts/Cumulonimbus-Regular.ttf", "Cumulonimbus"), ("/fonts/Deliberation.ttf", "Deliberation"),
+    ("/fonts/cousinet-latin-400-normal.woff", "Cousinet"), ("/fonts/tinosa-regular.ttf", "Tinosa"),
+    ("/fonts/arimoto-latin-400-normal.woff", "Arimoto"),
     # a code-named Type 1 file of another foundry (Bitstream Charter)
     ("/usr/share/fonts/X11/Type1/c0648bt_.pfb", "Bitstream Charter"),
 ])

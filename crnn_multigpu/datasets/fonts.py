@@ -33,15 +33,16 @@ FONT_EXTENSIONS = (".ttf", ".otf", ".pfb", ".woff")
 # U+FFFF is a permanent noncharacter: no font maps it, so it renders .notdef.
 _UNMAPPED_CODEPOINT = u"\uffff"
 _PROBE_SIZE = 24
-# Matched against the family name (lower case).
+# Matched against the family name (lower case), at word boundaries: "Cumulonimbus" and
+# "Deliberation" are other families.
 RESERVED_FAMILY_PATTERNS = (
-    r"liberation", r"\barimo\b", r"\btinos\b", r"\bcousine\b", r"freefont",
-    r"^free ?(serif|sans|mono)", r"nimbus", r"\burw\b", r"bookman", r"century schoolbook l",
-    r"^standard symbols", r"^c059", r"^p052", r"^z003", r"tex ?gyre")
+    r"\bliberation\b", r"\barimo\b", r"\btinos\b", r"\bcousine\b", r"\bfreefont\b",
+    r"^free ?(serif|sans|mono)\b", r"\bnimbus", r"\burw\b", r"\bbookman\b",
+    r"century schoolbook l\b", r"^standard symbols", r"^c059", r"^p052", r"^z003", r"\btex ?gyre")
 # Matched against the file's base name (lower case): the same families as their files are
 # named, and ghostscript's URW Type 1 files (c059013l.pfb, n019003l.pfb, ...).
 RESERVED_FILE_PATTERNS = (
-    r"^liberation", r"^arimo", r"^tinos", r"^cousine", r"^free(serif|sans|mono)", r"^nimbus",
+    r"^liberation", r"^arimo\b", r"^tinos\b", r"^cousine\b", r"^free(serif|sans|mono)", r"^nimbus",
     r"^urw", r"^c059", r"^p052", r"^z003", r"^texgyre", r"^[abcdnpsz]0\d{5}l\.(pfb|afm)$")
 NON_TEXT_PATTERNS = (r"\bmath\b", r"symbol", r"keyboard", r"nushu", r"emoji", r"icon",
                      r"dingbat")
