@@ -21,16 +21,22 @@ texts: list of str, the ground truth ('' when unknown, e.g. for prediction).
 """
 
 
+# Image pixels per CTC time step when a caller does not say: the default model's (CRNN's
+# DOWNSAMPLE). The tools pass their model class's (crnn_multigpu.ocr.model_class).
+TIME_STEP_WIDTH = 4
+
+
 def _round_up(value, multiple):
     return ((value + multiple - 1) // multiple) * multiple
 
 
-def make_batch(arrays, texts, charset, fixed_width=None, width_multiple=4):
+def make_batch(arrays, texts, charset, fixed_width=None, width_multiple=TIME_STEP_WIDTH):
     """Stack ``[H, w]`` arrays from ``load_image`` and their texts into a :class:`Batch`.
 
     With ``fixed_width`` every image is squeezed or padded to exactly that
     width. Otherwise images are padded to the widest one, rounded up to a
-    multiple of ``width_multiple`` so the conv stack divides it evenly.
+    multiple of ``width_multiple`` (the model's pixels per time step) so the conv stack
+    divides it evenly.
     ``texts`` may be None (prediction): labels are then empty.
     """
     if not arrays:
@@ -167,8 +173,9 @@ class BatchLoader(object):
     logged; the next readable samples fill their place so batches stay full.
     """
 
-    def __init__(self, dataset, charset, batch_size, fixed_width=None, width_multiple=4,
-                 shuffle=True, seed=0, drop_remainder=False, prefetch=4, log_first_skipped=5):
+    def __init__(self, dataset, charset, batch_size, fixed_width=None,
+                 width_multiple=TIME_STEP_WIDTH, shuffle=True, seed=0, drop_remainder=False,
+                 prefetch=4, log_first_skipped=5):
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1, got %d" % batch_size)
         self.dataset = dataset
@@ -241,7 +248,7 @@ class BatchLoader(object):
 
 
 def iterate_batches(samples, charset, batch_size, shuffle=False, seed=0, epoch=0,
-                    fixed_width=None, width_multiple=4, drop_remainder=False):
+                    fixed_width=None, width_multiple=TIME_STEP_WIDTH, drop_remainder=False):
     """One epoch of :class:`Batch` objects from ``samples``, computed in this thread."""
     loader = BatchLoader(samples, charset, batch_size, fixed_width=fixed_width,
                          width_multiple=width_multiple, shuffle=shuffle, seed=seed,

@@ -136,7 +136,7 @@ def step_source(source, charset, batch_size, n_towers, fixed_width=100, seed=0):
             return source, True
         safe = SafeStepBatches(source.dataset, source.charset, source.batch_size,
                                source.fixed_width, source.seed, source.min_batch, source.augment,
-                               source.bucket)
+                               source.bucket, source.width_multiple)
         safe.skipped, safe.too_long = source.skipped, source.too_long  # the caller's counters
         return safe, True
     if hasattr(source, "__len__") and (hasattr(source, "safe_get") or

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from crnn_multigpu.datasets.batching import EpochBatches, make_batch, width_keys
+from crnn_multigpu.datasets.batching import TIME_STEP_WIDTH, EpochBatches, make_batch, width_keys
 
 log = logging.getLogger(__name__)
 # A tag word keeps augmentation streams apart from other [seed, ...] streams (the renderer's).
@@ -31,12 +31,15 @@ class StepBatches(object):
     ``bucket``: with varying widths (no ``fixed_width``), sort each window of ``bucket``
     batches by image width (see ``EpochBatches``) so batches are not mostly padding;
     0 or 1 = off. Widths are read a window at a time, when a batch of it is asked for.
+
+    ``width_multiple``: the model's image pixels per CTC time step (its ``DOWNSAMPLE``).
+    Varying widths are padded to a multiple of it, and a sample whose label needs more time
+    steps than its image gives (``ceil(width / width_multiple)``) is left out and counted in
+    ``too_long``.
     """
 
-    time_step_width = 4  # pixels per CTC time step of the CRNN conv stack
-
     def __init__(self, dataset, charset, batch_size, fixed_width=None, seed=0, min_batch=1,
-                 augment=None, bucket=0):
+                 augment=None, bucket=0, width_multiple=TIME_STEP_WIDTH):
         if len(dataset) < batch_size:
             raise ValueError("the training set has %d usable samples, fewer than one batch of %d; "
                              "generate more data or lower --batch-size" % (len(dataset), batch_size))
@@ -45,7 +48,7 @@ class StepBatches(object):
                              "synthetic): one whose safe_get(index, degrade) applies it")
         self.dataset, self.charset = dataset, charset
         self.batch_size, self.fixed_width, self.seed = batch_size, fixed_width, seed
-        self.min_batch, self.augment = min_batch, augment
+        self.min_batch, self.augment, self.width_multiple = min_batch, augment, width_multiple
         self.bucket = bucket if bucket > 1 and not fixed_width else 0
         self.batches_per_epoch = len(dataset) // batch_size
         self.skipped, self.too_long = set(), set()
@@ -77,13 +80,13 @@ class StepBatches(object):
             raise ValueError("step %d: only %d readable images in the batch, need %d; the dataset "
                              "has too many unreadable files (%d so far)"
                              % (step, len(arrays), self.min_batch, len(self.skipped)))
-        return make_batch(arrays, texts, self.charset, self.fixed_width)
+        return make_batch(arrays, texts, self.charset, self.fixed_width, self.width_multiple)
 
     def _fits(self, index, sample):
         """With varying widths, a label may need more CTC time steps than its image gives."""
         if self.fixed_width:
             return True  # checked for the whole set when it was loaded
-        available = -(-sample[0].shape[1] // self.time_step_width)
+        available = -(-sample[0].shape[1] // self.width_multiple)
         if self.charset.required_time_steps(sample[1]) <= available:
             return True
         if index not in self.too_long:
