@@ -66,3 +66,11 @@ def levenshtein(a, b):
         for j, y in enumerate(b, 1):
             previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
     return row[-1]
+
+
+def one_error_line(code, err):
+    """A tool's failure as users see it: exit code 2 and, INFO log lines aside, exactly one line
+    on stderr, ``error: ...``; returns that line."""
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("INFO ")]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, err)
+    return lines[0]

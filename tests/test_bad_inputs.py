@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 import toy_models as toys
+from assertions import one_error_line
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.cli import evaluate, generate, train
@@ -156,12 +157,6 @@ def tiny_run(tiny_dataset, tmp_path_factory):
         assert train.main(["--train", tiny_dataset, "--out", out, "--steps", "2", "--model", "tiny",
                            "--batch-size", "8", "--checkpoint-every", "0", "--log-every", "0"]) == 0
     return out
-
-
-def one_error_line(code, err):
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("INFO ")]
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, err)
-    return lines[0]
 
 
 TRAIN_FLAGS = {

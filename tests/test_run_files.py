@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from assertions import one_error_line
 from crnn_multigpu.cli import evaluate, export, predict, train
 from crnn_multigpu.compat import tf
 
@@ -23,10 +24,7 @@ def run_dir(tiny_dataset, tmp_path_factory):
 def error_line(main, argv, capsys):
     with tf.Graph().as_default():
         code = main(argv)
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("INFO ")]
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, err)
-    return lines[0]
+    return one_error_line(code, capsys.readouterr().err)
 
 
 def damaged_copy(run_dir, tmp_path, change):
