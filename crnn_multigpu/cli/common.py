@@ -125,19 +125,6 @@ def float_range(low, high=None, low_open=False, high_open=False, noun=None):
     return parse
 
 
-def int_multiple_of(step, minimum=0):
-    """An argparse type: a whole number >= ``minimum`` that is a multiple of ``step``."""
-    at_least = int_at_least(minimum)
-
-    def parse(text):
-        value = at_least(text)
-        if value % step:
-            raise argparse.ArgumentTypeError("must be a multiple of %d, got %d" % (step, value))
-        return value
-    parse.__name__ = "int"
-    return parse
-
-
 positive_float = float_range(0.0, low_open=True)
 non_negative_float = float_range(0.0)
 unit_float = float_range(0.0, 1.0)
@@ -149,3 +136,28 @@ def refuse_to_overwrite(path, flag, overwrite):
     if path and os.path.exists(path) and not overwrite:
         raise FileExistsError("%s %s already exists; choose another file or pass --overwrite"
                               % (flag, path))
+
+
+def add_model_class_argument(parser, training=False):
+    """--model-class MODULE:CLASS, for every tool that builds a model (``chosen_model_class``
+    reads it)."""
+    parser.add_argument(
+        "--model-class", metavar="MODULE:CLASS",
+        help="the model class to train, e.g. mypackage.models:MyRecognizer (default: CRNN, "
+             "crnn_multigpu.ocr.crnn:CRNN); recorded in the run's config.json. What it needs: "
+             "crnn_multigpu.ocr.model_class" if training else
+             "the model class to read the run with (default: the one its config.json names, "
+             "else CRNN); only needed when that class moved")
+
+
+def chosen_model_class(args):
+    """The class ``--model-class`` names, imported and checked (``ocr.model_class.load``), or
+    None without the flag. ValueError, one line naming the value and the problem, otherwise."""
+    if args.model_class is None:
+        return None
+    from crnn_multigpu.ocr.model_class import load
+    try:
+        return load(args.model_class)
+    except ValueError as error:
+        # "--model-class must be module:Class ..." or "--model-class a.b:C: cannot import ..."
+        raise ValueError("--model-class %s" % error)

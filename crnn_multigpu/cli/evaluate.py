@@ -8,7 +8,8 @@ import json
 import os
 import sys
 
-from crnn_multigpu.cli.common import (ArgumentParser, non_negative_int, positive_int,
+from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
+                                      chosen_model_class, non_negative_int, positive_int,
                                       refuse_to_overwrite, run_main, setup_logging)
 
 
@@ -96,7 +97,7 @@ WORD_CROP_MODEL = "words"
 
 
 def add_model_arguments(parser):
-    """--checkpoint and --model (shared with crnn-predict): which model reads."""
+    """--checkpoint, --model and --model-class (shared with crnn-predict): which model reads."""
     parser.add_argument("--checkpoint",
                         help="run directory of crnn-train, or a checkpoint path prefix inside it "
                              "(default: the shipped model named by --model)")
@@ -105,6 +106,7 @@ def add_model_arguments(parser):
                              "(models/text: the 95 printable ASCII characters, words, lines and "
                              "pages; the default but for crnn-predict's word crops) or words "
                              "(models/words: single words in digits and lower case)")
+    add_model_class_argument(parser)
 
 
 def chosen_run(args, default=DEFAULT_MODEL):
@@ -164,7 +166,7 @@ def main_body(argv=None):
     # Labels outside the charset cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
-                            towers=args.towers)
+                            towers=args.towers, model_cls=chosen_model_class(args))
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
 
     def progress(done, total):

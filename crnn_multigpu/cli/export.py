@@ -5,9 +5,11 @@ variables only (no optimizer slots: a third of the size), which every tool
 accepts as ``--checkpoint``; this is how models/words was made.
 
 SavedModel signature ``serving_default``: inputs ``images`` float32 [B, 32, W, 1] (light
-text on dark, values in [0, 1], as ``datasets.load_image`` makes them) and
-``widths`` int32 [B]; outputs ``predict`` (class ids, -1 padded) and
-``log_prob``. The charset is written beside it as ``assets.extra/charset.txt``.
+text on dark, values in [0, 1], as ``datasets.load_image`` makes them; W a multiple of the
+model class's DOWNSAMPLE, 4 for CRNN) and ``widths`` int32 [B]; outputs ``predict`` (class
+ids, -1 padded) and ``log_prob``. The charset is written beside it as
+``assets.extra/charset.txt``. The graph holds TensorFlow ops only: it loads without the
+model class's code.
 
 Either format is written into a hidden staging folder beside ``--out`` and renamed to
 ``--out`` only when complete: a failed export (disk full, no permission) leaves nothing
@@ -18,7 +20,9 @@ import shutil
 import sys
 import tempfile
 
-from crnn_multigpu.cli.common import ArgumentParser, non_negative_int, run_main, setup_logging
+from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
+                                      chosen_model_class, non_negative_int, run_main,
+                                      setup_logging)
 from crnn_multigpu.cli.evaluate import resolve_run
 
 
@@ -30,6 +34,7 @@ def build_parser():
                         help="savedmodel (default) or checkpoint: a slim run folder")
     parser.add_argument("--beam-width", type=non_negative_int, default=0,
                         help="0: greedy; >1: CTC beam search")
+    add_model_class_argument(parser)
     parser.add_argument("--verbose", action="store_true")
     return parser
 
@@ -58,6 +63,7 @@ def export_saved_model(recognizer, out_dir):
 
 def export_checkpoint(recognizer, out_dir):
     """Write ``recognizer``'s config and model variables as a run folder; returns out_dir."""
+    from crnn_multigpu.ocr.model_class import path_of
     from crnn_multigpu.runtime.checkpoints import (CHECKPOINT_PREFIX, checkpoint_dir, checkpoint_step,
                                            save_config)
     from crnn_multigpu.compat import tf
@@ -73,7 +79,8 @@ def export_checkpoint(recognizer, out_dir):
         saver = tf.train.Saver(tf.global_variables(), save_relative_paths=True)
     saver.save(recognizer.session, os.path.join(checkpoint_dir(out_dir), CHECKPOINT_PREFIX),
                global_step=step, write_meta_graph=False)
-    save_config(out_dir, dict(recognizer.config, exported_from=recognizer.checkpoint, step=step))
+    save_config(out_dir, dict(recognizer.config, model_class=path_of(recognizer.model_cls),
+                              exported_from=recognizer.checkpoint, step=step))
     return out_dir
 
 
@@ -124,7 +131,8 @@ def main_body(argv=None):
     run_dir, checkpoint = resolve_run(args.checkpoint)
     staging = _staging_dir(args.out)
     try:
-        recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint)
+        recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
+                                model_cls=chosen_model_class(args))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

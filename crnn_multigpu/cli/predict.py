@@ -10,8 +10,8 @@ one line per line, column after column, pages separated by a form feed.
 import os
 import sys
 
-from crnn_multigpu.cli.common import (ArgumentParser, non_negative_int, refuse_to_overwrite,
-                                      run_main, setup_logging)
+from crnn_multigpu.cli.common import (ArgumentParser, chosen_model_class, non_negative_int,
+                                      refuse_to_overwrite, run_main, setup_logging)
 from crnn_multigpu.cli.evaluate import (WORD_CROP_MODEL, add_lexicon_arguments,
                                         add_model_arguments, add_towers_argument, chosen_run,
                                         lexicon_decoder, lexicon_words)
@@ -78,7 +78,7 @@ def main_body(argv=None):
                          "and pages need the text model (drop --model, or --model text)")
     run_dir, checkpoint = chosen_run(args, "text" if args.lines or args.page else WORD_CROP_MODEL)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
-                            towers=args.towers)
+                            towers=args.towers, model_cls=chosen_model_class(args))
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
     if args.page:
         for index, path in enumerate(args.images):
@@ -88,7 +88,7 @@ def main_body(argv=None):
     readable, arrays, failed = [], [], 0
     for path in args.images:
         try:
-            arrays.append(load_image(path, recognizer.model.height))
+            arrays.append(load_image(path, recognizer.height))
             readable.append(path)
         except (ValueError, OSError) as error:
             failed += 1

@@ -1,7 +1,8 @@
 """crnn-train: train a CRNN on every visible GPU (or N virtual CPU towers) from a dataset.
 
-Argument parsing and wiring only: the graph comes from ``MultiGpuModel`` and
-``CRNN``, the loop from ``training.Trainer``, the data from ``datasets``.
+Argument parsing and wiring only: the graph comes from ``MultiGpuModel`` and the model class
+(``CRNN``, or any class ``--model-class`` names: ``ocr.model_class`` says what it needs), the
+loop from ``training.Trainer``, the data from ``datasets``.
 """
 import json
 import logging
@@ -13,10 +14,12 @@ from crnn_multigpu.runtime.checkpoints import (ensure_writable, latest_checkpoin
                                        require_checkpoint, save_config)
 from crnn_multigpu.wrapper import strategies
 from crnn_multigpu.cli.evaluate import resolve_run
-from crnn_multigpu.cli.common import (ArgumentParser, float_range, int_multiple_of,
-                                      non_negative_float, non_negative_int, positive_float,
-                                      positive_int, run_main, setup_logging)
+from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
+                                      chosen_model_class, float_range, non_negative_float,
+                                      non_negative_int, positive_float, positive_int, run_main,
+                                      setup_logging)
 from crnn_multigpu.compat import tf
+from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset
 from crnn_multigpu.datasets.augment import Degrader
@@ -31,9 +34,8 @@ from crnn_multigpu.runtime.training import Trainer
 
 log = logging.getLogger("crnn_multigpu.train")
 
-# "tiny" is for smoke tests and CI: it trains but will not read well.
-MODEL_SIZES = {"tiny": dict(channels=(8, 16, 32, 32, 32, 32, 32), lstm_units=32),
-               "small": CRNN.DEFAULTS, "medium": CRNN.MEDIUM, "paper": CRNN.PAPER}
+# The default model class's sizes (--model), as scripts read them.
+MODEL_SIZES = CRNN.SIZES
 
 
 # Windows of 32 batches: nearly uniform widths per batch, while every batch still mixes
@@ -47,11 +49,14 @@ def build_parser():
     parser.add_argument("--val", help="validation set, evaluated every --validate-every steps and at the end")
     parser.add_argument("--out", required=True, help="run directory: config.json, checkpoints/, logs/")
     parser.add_argument("--charset", help="charset file, one character per line (default: 0-9a-z)")
-    parser.add_argument("--model", choices=sorted(MODEL_SIZES), default="small",
-                        help="small (0.5 M parameters, fast on CPU, default), medium (2.1 M), "
-                             "paper (8.2 M, Shi et al. 2015 widths), or tiny (smoke tests)")
-    parser.add_argument("--width", type=int_multiple_of(CRNN.DOWNSAMPLE), default=100,
-                        help="fixed image width (multiple of 4); 0 = keep aspect ratio, pad per batch")
+    add_model_class_argument(parser, training=True)
+    parser.add_argument("--model", metavar="SIZE",
+                        help="one of the model class's SIZES; CRNN's: small (0.5 M parameters, "
+                             "fast on CPU, default), medium (2.1 M), paper (8.2 M, Shi et al. "
+                             "2015 widths), or tiny (smoke tests)")
+    parser.add_argument("--width", type=non_negative_int, default=100,
+                        help="fixed image width (a multiple of the model class's DOWNSAMPLE: 4 "
+                             "for CRNN); 0 = keep aspect ratio, pad per batch")
     parser.add_argument("--bucket", type=non_negative_int, default=None, metavar="N",
                         help="with --width 0: sort each window of N batches by image width so "
                              "batches are not mostly padding (default 32; 0 = off)")
@@ -158,10 +163,26 @@ def make_strategy(args, variable_device):
                                 num_packs=args.num_packs, device=variable_device)
 
 
-def run_config(args, charset):
-    model = dict(MODEL_SIZES[args.model], num_classes=charset.num_classes)
-    model["channels"] = list(model["channels"])
-    return dict(model=model, charset="".join(charset.chars), image_width=args.width or None,
+def model_kwargs(args, model_cls, charset):
+    """The constructor arguments of --model for ``model_cls`` (as config.json holds them, tuples
+    as lists), checked with --width against the class's sizes and DOWNSAMPLE."""
+    sizes = model_class.sizes(model_cls)
+    size = args.model or model_class.default_size(model_cls)
+    if size not in sizes:
+        raise ValueError("--model %s is not a size of %s (its sizes: %s)"
+                         % (size, model_class.path_of(model_cls), ", ".join(sorted(sizes))))
+    if args.width % model_cls.DOWNSAMPLE:
+        raise ValueError("--width must be a multiple of %d (the DOWNSAMPLE of %s), got %d; or "
+                         "0 for varying widths" % (model_cls.DOWNSAMPLE,
+                                                   model_class.path_of(model_cls), args.width))
+    return json.loads(json.dumps(dict(sizes[size], num_classes=charset.num_classes)))
+
+
+def run_config(args, charset, model_cls):
+    """The run's config.json: what evaluate, predict and export rebuild the model from."""
+    return dict(model=model_kwargs(args, model_cls, charset),
+                model_class=model_class.path_of(model_cls),
+                charset="".join(charset.chars), image_width=args.width or None,
                 batch_size=args.batch_size, accumulate=args.accumulate, lr=args.lr,
                 seed=args.seed, steps=args.steps,
                 sync_bn=args.sync_bn, precision=args.precision,
@@ -224,8 +245,9 @@ def check_run_dir(args, config):
         # "bucket" changes the data order; runs from before it was recorded did not bucket.
         # "precision": float16 runs checkpoint a loss scale that the others lack.
         # "accumulate": the micro-batches of step s are those of micro-steps K*s .. K*s+K-1.
-        before = dict(bucket=0, precision="float32", accumulate=1)
-        for key in ("model", "charset", "image_width", "bucket", "precision", "accumulate"):
+        before = dict(bucket=0, precision="float32", accumulate=1, model_class=model_class.DEFAULT)
+        for key in ("model_class", "model", "charset", "image_width", "bucket", "precision",
+                    "accumulate"):
             if previous.get(key, before.get(key)) != config[key]:
                 raise ValueError("--resume: %s of %s differs from this command's (%s vs %s); use the "
                                  "same settings or another --out" % (key, args.out,
@@ -247,12 +269,12 @@ def restored_step(args):
     return int(tf.train.load_checkpoint(path).get_tensor("global_step")) if path else 0
 
 
-def make_validate(wrapper, dataset, charset, width, batch_size, limit):
+def make_validate(wrapper, dataset, charset, width, batch_size, limit, width_multiple):
     """A callable (session, step) -> figures over the first ``limit`` (0: all) validation
-    images, read by the training graph's towers."""
+    images, read by the training graph's towers (batches padded to ``width_multiple``)."""
     def validate(session, step=None):
         def recognize(arrays):
-            batch = make_batch(arrays, None, charset, width)
+            batch = make_batch(arrays, None, charset, width, width_multiple)
             outputs = tower_outputs(session, wrapper, batch, lambda model: [model.predict])
             return [text for values in outputs for text in decode_rows(charset, values[0])]
         return evaluate_dataset(dataset, recognize, batch_size, limit=limit or None)[0]
@@ -269,8 +291,9 @@ def main_body(argv=None):
                          "--width 0; drop --bucket or pass --width 0" % args.bucket)
     if args.bucket is None:
         args.bucket = 0 if args.width else DEFAULT_BUCKET
-    config = run_config(args, charset)
-    time_steps = CRNN.time_steps(args.width) if args.width else None
+    model_cls = chosen_model_class(args) or CRNN
+    config = run_config(args, charset, model_cls)
+    time_steps = model_class.time_steps(model_cls, args.width) if args.width else None
     train_set = open_dataset(args.train, charset=charset, time_steps=time_steps)
     val_set = open_dataset(args.val, charset=charset, time_steps=time_steps) if args.val else None
     if val_set is not None:
@@ -294,20 +317,22 @@ def main_body(argv=None):
     augment = Degrader(args.augment, reference_height=train_set.height) if args.augment else None
     batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config["image_width"],
                           seed=args.seed, min_batch=len(towers), augment=augment,
-                          bucket=args.bucket)
+                          bucket=args.bucket, width_multiple=model_cls.DOWNSAMPLE)
     # Feed-free input starts at the step training resumes from: same data order as one run.
     input_fn = make_input_fn(batches, charset, args.batch_size, len(towers),
                              fixed_width=config["image_width"], seed=args.seed,
                              start_step=restored_step(args), devices=towers,
                              accumulate_steps=args.accumulate) \
         if mode == "dataset" else None
-    wrapper = MultiGpuModel(CRNN, devices=towers, strategy=make_strategy(args, variable_device),
-                            optimizer=optimizer, clip_norm=args.clip_norm or None,
-                            input_fn=input_fn, sync_bn=args.sync_bn, precision=args.precision,
-                            accumulate_steps=args.accumulate,
-                            **config["model"])
+    # sync_bn only when asked for: a model class without batch norm need not take it.
+    kwargs = dict(config["model"], **({"sync_bn": True} if args.sync_bn else {}))
+    wrapper = MultiGpuModel(model_cls, devices=towers,
+                            strategy=make_strategy(args, variable_device), optimizer=optimizer,
+                            clip_norm=args.clip_norm or None, input_fn=input_fn,
+                            precision=args.precision, accumulate_steps=args.accumulate, **kwargs)
+    model_class.check_model(wrapper.models[0], model_cls)
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
-                             args.validate_max) if val_set else None
+                             args.validate_max, model_cls.DOWNSAMPLE) if val_set else None
     # On a cluster the Saver's file writes run where its ops are placed: pin them to
     # worker 0 (the chief's machine) so checkpoints land in this --out on both TF stacks.
     with tf.device("/job:worker/task:0/cpu:0" if args.cluster else None):
@@ -315,12 +340,14 @@ def main_body(argv=None):
                           checkpoint_every=args.checkpoint_every, log_every=args.log_every,
                           validate_every=args.validate_every, validate=validate,
                           on_nonfinite=args.on_nonfinite,
-                          feed={m.training: True for m in wrapper.models}
+                          feed={m.training: True for m in wrapper.models
+                                if getattr(m, "training", None) is not None}
                           if mode == "dataset" else None,
                           init_from=init_from)
-    sys.stderr.write("training on %d tower(s): %s (%s); %d training images, batch %d%s, %d steps, "
-                     "input %s, augmentation %s%s\n"
-                     % (len(towers), ", ".join(towers), wrapper.strategy.describe(),
+    sys.stderr.write("training %s on %d tower(s): %s (%s); %d training images, batch %d%s, "
+                     "%d steps, input %s, augmentation %s%s\n"
+                     % (config["model_class"], len(towers), ", ".join(towers),
+                        wrapper.strategy.describe(),
                         len(train_set), args.batch_size,
                         " x %d micro-batches" % args.accumulate if args.accumulate > 1 else "",
                         steps,
@@ -341,7 +368,8 @@ def main_body(argv=None):
                 raise
             raise cluster_failure(args, error)
         if val_set is not None and final_step >= steps:
-            figures = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0)(session)
+            figures = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0,
+                                    model_cls.DOWNSAMPLE)(session)
             figures["step"] = final_step
             sys.stderr.write("final validation: word accuracy %.4f, CER %.4f on %d images\n"
                              % (figures["word_accuracy"], figures["cer"], figures["n"]))

@@ -38,9 +38,14 @@ class CRNN(object):
     DOWNSAMPLE = 4  # width / time-step ratio of the conv stack
     # Sizes (the default is a quarter of the paper's width so that it trains at
     # ~5 steps/s, batch 32 x width 100, on 2 CPU cores; MEDIUM ~2 steps/s there).
+    # TINY is for smoke tests and CI: it trains but will not read well.
+    TINY = dict(channels=(8, 16, 32, 32, 32, 32, 32), lstm_units=32)
     DEFAULTS = dict(channels=(16, 32, 64, 64, 128, 128, 128), lstm_units=64)
     MEDIUM = dict(channels=(32, 64, 128, 128, 256, 256, 256), lstm_units=128)
     PAPER = dict(channels=(64, 128, 256, 256, 512, 512, 512), lstm_units=256)
+    # What crnn-train --model chooses from (crnn_multigpu.ocr.model_class).
+    SIZES = {"tiny": TINY, "small": DEFAULTS, "medium": MEDIUM, "paper": PAPER}
+    DEFAULT_SIZE = "small"
 
     def __init__(self, num_classes=37, channels=DEFAULTS["channels"],
                  lstm_units=DEFAULTS["lstm_units"], lstm_layers=2, height=32, beam_width=0,
@@ -161,6 +166,20 @@ class CRNN(object):
                                tf.int32, name="predict")
 
     # ----------------------------------------------------------------- helpers
+    @classmethod
+    def check_config(cls, model_kwargs):
+        """Raise ValueError unless a run's recorded ``model_kwargs`` can build a CRNN: 7 conv
+        ``channels`` and ``lstm_units``, positive whole numbers (``model_class``'s hook)."""
+        units = model_kwargs.get("lstm_units")
+        if not isinstance(units, int) or isinstance(units, bool) or units < 1:
+            raise ValueError("model 'lstm_units' must be a positive whole number, got %r"
+                             % (units,))
+        channels = model_kwargs.get("channels")
+        if not (isinstance(channels, list) and len(channels) == 7 and
+                all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in channels)):
+            raise ValueError("model 'channels' must be 7 positive whole numbers, got %r"
+                             % (channels,))
+
     @classmethod
     def time_steps(cls, width):
         """Number of CTC time steps produced for an image of ``width`` pixels."""

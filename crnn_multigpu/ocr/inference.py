@@ -1,4 +1,5 @@
-"""Inference from a training run: the CRNN restored from a checkpoint, on one or more towers.
+"""Inference from a training run: its model (CRNN, or the class its config names) restored
+from a checkpoint, on one or more towers.
 
 Checkpoints hold variables under the plain model's names (no tower prefix),
 so whatever the number of towers and the placement a run was trained with,
@@ -11,10 +12,11 @@ import os
 
 import numpy as np
 
+from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.charset import Charset
-from crnn_multigpu.runtime.checkpoints import load_config, require_checkpoint, variables_mismatch
+from crnn_multigpu.runtime.checkpoints import (CONFIG_NAME, load_config, require_checkpoint,
+                                               variables_mismatch)
 from crnn_multigpu.compat import tf
-from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import load_image, make_batch
 from crnn_multigpu.wrapper.devices import first_devices, session_config
 from crnn_multigpu.ocr.metrics import text_metrics
@@ -98,21 +100,32 @@ class Recognizer(object):
       towers: run each batch over this many towers (the first GPUs, else virtual CPUs).
       strategy: the towers' placement (``crnn_multigpu.wrapper.strategies``; default: one copy of
         the variables on the host CPU).
+      model_cls: the model class to build (``crnn_multigpu.ocr.model_class`` says what it
+        needs); default: the one the run's config.json names, else CRNN.
+
+    ``model_cls``, ``model`` (tower 0: the plain model), ``height`` (of the images it reads)
+    and ``image_width`` (fixed, or None) describe what was built.
     """
 
     def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,
-                 strategy=None):
+                 strategy=None, model_cls=None):
         self.config = load_config(run_dir)
+        self.model_cls = model_class.from_config(self.config, os.path.join(run_dir, CONFIG_NAME),
+                                                 model_cls)
         self.charset = Charset(self.config["charset"])
         self.lexicon = lexicon
         self.image_width = self.config.get("image_width")
         self.checkpoint = require_checkpoint(run_dir, checkpoint)
+        # beam_width only when a beam search is asked for: a greedy-only class need not take it.
+        beam = {"beam_width": beam_width} if beam_width > 1 else {}
         self.graph = tf.Graph()
         with self.graph.as_default():
-            self.towers = MultiGpuModel(CRNN, devices=first_devices(towers), strategy=strategy,
-                                        train=False, beam_width=beam_width,
-                                        **self.config["model"])
+            self.towers = MultiGpuModel(self.model_cls, devices=first_devices(towers),
+                                        strategy=strategy, train=False,
+                                        **dict(self.config["model"], **beam))
             self.model = self.towers.models[0]  # the plain model
+            model_class.check_model(self.model, self.model_cls)
+            self.height = getattr(self.model, "height", 32)  # 32: the datasets' image height
             mismatch = variables_mismatch(self.checkpoint, self.towers.model_variables)
             if mismatch:
                 raise ValueError("checkpoint %s %s, as %s describes it: that config.json "
@@ -140,7 +153,8 @@ class Recognizer(object):
     @property
     def time_steps(self):
         """Time steps of the fixed image width, or None when widths vary."""
-        return CRNN.time_steps(self.image_width) if self.image_width else None
+        return model_class.time_steps(self.model_cls, self.image_width) if self.image_width \
+            else None
 
     def _run(self, batch, frames):
         """(texts, log probabilities, per-image frame log-probabilities or None) of a ``Batch``.
@@ -180,14 +194,15 @@ class Recognizer(object):
         texts, log_probs = [""] * len(arrays), [0.0] * len(arrays)
         for start in range(0, len(inked), batch_size):
             chunk = inked[start:start + batch_size]
-            batch = make_batch([arrays[i] for i in chunk], None, self.charset, self.image_width)
+            batch = make_batch([arrays[i] for i in chunk], None, self.charset, self.image_width,
+                               self.model_cls.DOWNSAMPLE)
             for index, text, log_prob in zip(chunk, *self.recognize_batch(batch)):
                 texts[index], log_probs[index] = text, log_prob
         return texts, log_probs
 
     def recognize_files(self, paths, batch_size=64):
         """Recognise image files of any size and mode; returns (texts, log_probs, arrays)."""
-        arrays = [load_image(path, self.model.height) for path in paths]
+        arrays = [load_image(path, self.height) for path in paths]
         texts, log_probs = self.recognize_arrays(arrays, batch_size)
         return texts, log_probs, arrays
 
@@ -217,7 +232,7 @@ def read_page_lines(recognizer, image):
         boxes.extend(box._replace(left=box.left + left, right=box.right + left,
                                   row=box.row + first_row) for box in column_boxes)
         crops.extend(column_crops)
-    arrays = [load_image(crop, recognizer.model.height) for crop in crops]
+    arrays = [load_image(crop, recognizer.height) for crop in crops]
     # Lines of similar width share a batch: less padding, same results.
     order = sorted(range(len(arrays)), key=lambda i: arrays[i].shape[1])
     texts = [""] * len(arrays)

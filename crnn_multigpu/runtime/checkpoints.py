@@ -127,8 +127,9 @@ def load_config(run_dir):
 
 def check_config(config, path):
     """Raise ValueError naming ``path`` unless ``config`` describes a model that can be built:
-    a ``model`` with 7 conv ``channels``, ``lstm_units`` and ``num_classes``, and a
-    ``charset`` of exactly ``num_classes - 1`` characters (the CTC blank is the last class)."""
+    a ``model`` with ``num_classes``, a ``charset`` of exactly ``num_classes - 1`` characters
+    (the CTC blank is the last class) and, if any, a ``model_class`` string. What else the
+    model's arguments must be is its class's business (``ocr.model_class.from_config``)."""
     if not isinstance(config, dict):
         raise ValueError("%s holds %s, not a run configuration (a JSON object)"
                          % (path, type(config).__name__))
@@ -139,17 +140,14 @@ def check_config(config, path):
         if not isinstance(config[key], kind):
             raise ValueError("%s: %r must be a %s, got %r" % (path, key, kind.__name__,
                                                               config[key]))
+    if not isinstance(config.get("model_class", ""), str):
+        raise ValueError("%s: 'model_class' must be a string module:Class, got %r"
+                         % (path, config["model_class"]))
     model = config["model"]
-    for key in ("num_classes", "lstm_units"):
-        if not isinstance(model.get(key), int) or isinstance(model.get(key), bool) or \
-                model[key] < 1:
-            raise ValueError("%s: model %r must be a positive whole number, got %r"
-                             % (path, key, model.get(key)))
-    channels = model.get("channels")
-    if not (isinstance(channels, list) and len(channels) == 7 and
-            all(isinstance(c, int) and c > 0 for c in channels)):
-        raise ValueError("%s: model 'channels' must be 7 positive whole numbers, got %r"
-                         % (path, channels))
+    classes = model.get("num_classes")
+    if not isinstance(classes, int) or isinstance(classes, bool) or classes < 1:
+        raise ValueError("%s: model 'num_classes' must be a positive whole number, got %r"
+                         % (path, classes))
     if len(config["charset"]) != model["num_classes"] - 1:
         raise ValueError("%s: its charset has %d characters but the model has %d classes (it "
                          "needs num_classes - 1 = %d characters, the last class being CTC's "
