@@ -105,7 +105,7 @@ class Project(object):
     def read_words(self, recognizer, paths):
         from crnn_multigpu.datasets import load_image
         arrays = [load_image(path, recognizer.model.height) for path in paths]
-        return recognizer.recognize_arrays(arrays)[0]
+        return recognizer.read_crops(arrays)[0]
 
     def read_page(self, path):
         from crnn_multigpu.ocr.inference import read_page_lines

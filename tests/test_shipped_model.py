@@ -41,17 +41,17 @@ def test_shipped_model_is_small_and_complete(name):
 
 
 # The word model writes digits and lower case only; the text model keeps the case.
-@pytest.mark.parametrize("name, spelt", [("words", str.lower)])
+@pytest.mark.parametrize("name, spelt", [("words", str.lower), ("text", str)])
 def test_shipped_model_reads_plain_words_in_dejavu_faces(name, spelt):
     recognizer = Recognizer(SHIPPED_MODELS[name])
     images = [draw_word(word, font) for font in FACES for word in WORDS]
-    texts, _ = recognizer.recognize_arrays([load_image(image) for image in images])
+    texts, _ = recognizer.read_crops([load_image(image) for image in images])
     truths = [spelt(word) for _ in FACES for word in WORDS]
     right = sum(text == truth for text, truth in zip(texts, truths))
     assert right >= 0.9 * len(truths), list(zip(texts, truths))
 
 
-@pytest.mark.parametrize("flags, read", [([], "welcome"), (["--model", "text"], "Welcome")])
+@pytest.mark.parametrize("flags, read", [([], "Welcome"), (["--model", "words"], "welcome")])
 def test_predict_uses_a_shipped_model_without_checkpoint(tmp_path, flags, read):
     path = str(tmp_path / "word.png")
     draw_word("Welcome", FACES[0]).convert("RGB").save(path)

@@ -91,9 +91,6 @@ SHIPPED_MODELS = {
     "words": os.path.join(MODELS_DIR, "words"),
 }
 DEFAULT_MODEL = "text"
-# What crnn-predict reads single word crops with when no model is named: the word model, which
-# reads tight word crops better than the text model so far (models/text/README.md).
-WORD_CROP_MODEL = "words"
 
 
 def add_model_arguments(parser):
@@ -104,8 +101,8 @@ def add_model_arguments(parser):
     parser.add_argument("--model", choices=sorted(SHIPPED_MODELS),
                         help="a shipped model, used when no --checkpoint is given: text "
                              "(models/text: the 95 printable ASCII characters, words, lines and "
-                             "pages; the default but for crnn-predict's word crops) or words "
-                             "(models/words: single words in digits and lower case)")
+                             "pages; the default) or words (models/words: single words in digits "
+                             "and lower case)")
     add_model_class_argument(parser)
 
 

@@ -1,8 +1,10 @@
 """crnn-predict: recognise text in image files; one line per image, path<TAB>text.
 
-Word crops are read by the shipped word model (models/words: digits and lower case) unless
-``--model text`` or ``--checkpoint`` names another; ``--lines``: the images are whole printed
-lines, read by the shipped text model (models/text: case, spaces, punctuation).
+Every image is read by the shipped text model (models/text: case, spaces, punctuation) unless
+``--model words`` (digits and lower case) or ``--checkpoint`` names another. A word or line
+crop that is one band of ink (cut tight around letters without ascenders or descenders) is
+also read with a line's room above and below it (crnn_multigpu.ocr.word_frame), the more
+probable reading kept. ``--lines``: the images are whole printed lines.
 ``--page``: the images are printed pages: each is straightened and split into its columns
 (crnn_multigpu.ocr.page_layout), its lines found (crnn_multigpu.ocr.page) and read, and its text printed
 one line per line, column after column, pages separated by a form feed.
@@ -12,9 +14,9 @@ import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, chosen_model_class, non_negative_int,
                                       refuse_to_overwrite, run_main, setup_logging)
-from crnn_multigpu.cli.evaluate import (WORD_CROP_MODEL, add_lexicon_arguments,
-                                        add_model_arguments, add_towers_argument, chosen_run,
-                                        lexicon_decoder, lexicon_words)
+from crnn_multigpu.cli.evaluate import (add_lexicon_arguments, add_model_arguments,
+                                        add_towers_argument, chosen_run, lexicon_decoder,
+                                        lexicon_words)
 
 
 def build_parser():
@@ -76,7 +78,7 @@ def main_body(argv=None):
     if (args.lines or args.page) and args.model == "words":
         raise ValueError("--model words reads single words of digits and lower case; whole lines "
                          "and pages need the text model (drop --model, or --model text)")
-    run_dir, checkpoint = chosen_run(args, "text" if args.lines or args.page else WORD_CROP_MODEL)
+    run_dir, checkpoint = chosen_run(args)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
                             towers=args.towers, model_cls=chosen_model_class(args))
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
@@ -93,7 +95,7 @@ def main_body(argv=None):
         except (ValueError, OSError) as error:
             failed += 1
             sys.stderr.write("skipped: %s\n" % error)
-    texts, log_probs = recognizer.recognize_arrays(arrays) if arrays else ([], [])
+    texts, log_probs = recognizer.read_crops(arrays) if arrays else ([], [])
     for path, text, log_prob in zip(readable, texts, log_probs):
         print("%s\t%s\t%.4f" % (path, text, log_prob) if args.with_prob else "%s\t%s" % (path, text))
     if args.picture and arrays:

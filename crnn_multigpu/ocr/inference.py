@@ -20,6 +20,7 @@ from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image, make_batch
 from crnn_multigpu.wrapper.devices import first_devices, session_config
 from crnn_multigpu.ocr.metrics import text_metrics
+from crnn_multigpu.ocr.word_frame import single_band_frame
 from crnn_multigpu.wrapper.sharding import batch_size as count_examples
 from crnn_multigpu.wrapper.sharding import split_batch
 from crnn_multigpu.wrapper.towers import MultiGpuModel
@@ -200,6 +201,21 @@ class Recognizer(object):
                 texts[index], log_probs[index] = text, log_prob
         return texts, log_probs
 
+    def read_crops(self, arrays, batch_size=64):
+        """Recognise crops a user cut, a word or a line each (normalised arrays, as
+        :meth:`recognize_arrays`): a crop that is one band of ink (no ascenders or descenders,
+        cut tight) is also read framed by :func:`~crnn_multigpu.ocr.word_frame.single_band_frame`,
+        and the more probable of its two readings kept. Returns (texts, log_probs)."""
+        texts, log_probs = self.recognize_arrays(arrays, batch_size)
+        framed = [(index, single_band_frame(array)) for index, array in enumerate(arrays)]
+        framed = [(index, array) for index, array in framed if array is not None]
+        if framed:
+            again, again_log_probs = self.recognize_arrays([a for _, a in framed], batch_size)
+            for (index, _), text, log_prob in zip(framed, again, again_log_probs):
+                if log_prob > log_probs[index]:
+                    texts[index], log_probs[index] = text, log_prob
+        return texts, log_probs
+
     def recognize_files(self, paths, batch_size=64):
         """Recognise image files of any size and mode; returns (texts, log_probs, arrays)."""
         arrays = [load_image(path, self.height) for path in paths]
@@ -209,7 +225,7 @@ class Recognizer(object):
     def evaluate(self, dataset, batch_size=64, keep_examples=24, progress=None, fold=None):
         """Figures over a dataset and up to ``keep_examples`` (image, read, truth) examples:
         :func:`evaluate_dataset` with this model."""
-        return evaluate_dataset(dataset, lambda arrays: self.recognize_arrays(arrays, batch_size)[0],
+        return evaluate_dataset(dataset, lambda arrays: self.read_crops(arrays, batch_size)[0],
                                 batch_size, keep_examples=keep_examples, progress=progress,
                                 fold=fold)
 

@@ -1,0 +1,61 @@
+"""ocr.word_frame: a tight crop of one band of ink gets a line's room above and below; crops
+with ascenders, descenders or margins are left alone; the text model reads tight x-height words."""
+import numpy as np
+import pytest
+
+from crnn_multigpu.cli.evaluate import SHIPPED_MODELS
+from crnn_multigpu.datasets import load_image
+from crnn_multigpu.ocr.inference import Recognizer
+from crnn_multigpu.ocr.word_frame import ROOM_ABOVE, ROOM_BELOW, single_band_frame
+from test_shipped_model import FACES, draw_word
+
+
+def band(height=32, width=90, top=2, bottom=29, stroke=None):
+    """Light ink on dark: a core band of vertical strokes, optionally one stroke reaching
+    ``stroke`` = (first row, last row)."""
+    pixels = np.zeros((height, width), np.float32)
+    for left in range(5, 85, 8):
+        pixels[top:bottom + 1, left:left + 3] = 1.0
+    if stroke is not None:
+        pixels[stroke[0]:stroke[1] + 1, 40:43] = 1.0
+    return pixels
+
+
+def ink_rows(pixels):
+    rows = np.nonzero((pixels > 0.5).any(axis=1))[0]
+    return rows[0], rows[-1]
+
+
+def test_a_tight_band_gets_room_above_and_below_at_the_same_height():
+    framed = single_band_frame(band())
+    assert framed is not None and framed.shape[0] == 32 and framed.dtype == np.float32
+    top, bottom = ink_rows(framed)
+    core = bottom - top + 1
+    # 28 core rows framed in 28 * (1 + 0.8 + 0.6) rows, scaled back to 32: the core spans ~13.
+    assert abs(core - 32 / (1 + ROOM_ABOVE + ROOM_BELOW)) <= 1.5, core
+    assert abs(top - ROOM_ABOVE * core) <= 1.5 and abs(31 - bottom - ROOM_BELOW * core) <= 1.5
+    assert framed.shape[1] < 90  # the aspect ratio is kept: narrower at the same height
+
+
+@pytest.mark.parametrize("pixels", [
+    band(top=10, bottom=29, stroke=(2, 29)),   # an ascender rises 8 rows above a 20-row core
+    band(top=2, bottom=21, stroke=(2, 29)),    # a descender
+    band(top=12, bottom=21),                   # room enough already
+    np.zeros((32, 40), np.float32),            # no ink
+    np.pad(np.ones((1, 1), np.float32), ((15, 16), (0, 199))),  # a speck: no row of ink
+])
+def test_ascenders_descenders_margins_and_blanks_are_left_alone(pixels):
+    assert single_band_frame(pixels) is None
+
+
+def test_the_text_model_reads_tight_x_height_words():
+    """Words without ascenders or descenders cut tight, the case that read "m" as "nn" (an "i"
+    would not do: its dot rises where ascenders do)."""
+    words = ["summer", "name", "comments", "owner", "race", "xerox"]
+    recognizer = Recognizer(SHIPPED_MODELS["text"])
+    arrays = [load_image(draw_word(word, face)) for face in FACES for word in words]
+    assert sum(single_band_frame(array) is not None for array in arrays) == len(arrays)
+    texts, _ = recognizer.read_crops(arrays)
+    truths = [word for _ in FACES for word in words]
+    right = sum(text.lower() == truth for text, truth in zip(texts, truths))
+    assert right >= len(truths) - 1, list(zip(texts, truths))
