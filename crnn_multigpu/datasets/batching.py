@@ -1,12 +1,12 @@
-"""Padding samples into batches, epoch ordering, and background prefetching."""
+"""Padding samples into batches, epoch ordering, and background prefetching (``prefetch``: the
+wrapper's ``host_prefetch``, through which the trainer feeds too)."""
 import collections
 import logging
-import queue
-import threading
 
 import numpy as np
 
 from crnn_multigpu.datasets.images import fit_width
+from crnn_multigpu.wrapper.host_prefetch import prefetch
 
 log = logging.getLogger(__name__)
 
@@ -254,52 +254,3 @@ def iterate_batches(samples, charset, batch_size, shuffle=False, seed=0, epoch=0
                          width_multiple=width_multiple, shuffle=shuffle, seed=seed,
                          drop_remainder=drop_remainder, prefetch=0)
     return loader.epoch(epoch)
-
-
-_ITEM, _DONE, _FAILED = "item", "done", "failed"
-
-
-def prefetch(iterable, depth=4):
-    """Yield the items of ``iterable``, computed ahead on a daemon thread.
-
-    At most ``depth`` items wait in the queue. An exception in the producer is
-    re-raised in the consumer. The thread starts on the first ``next()``;
-    closing the generator (or dropping it) stops the thread after its current
-    item.
-    """
-    items = queue.Queue(maxsize=max(1, depth))
-    stop = threading.Event()
-
-    def put(message):
-        while not stop.is_set():
-            try:
-                items.put(message, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce():
-        try:
-            for item in iterable:
-                if not put((_ITEM, item)):
-                    return
-            put((_DONE, None))
-        except BaseException as error:  # handed to the consumer, which re-raises it
-            put((_FAILED, error))
-
-    worker = threading.Thread(target=produce, name="crnn-batch-prefetch")
-    # A daemon thread cannot keep the interpreter alive if the consumer is leaked.
-    worker.daemon = True
-    worker.start()
-    try:
-        while True:
-            kind, payload = items.get()
-            if kind == _DONE:
-                return
-            if kind == _FAILED:
-                raise payload
-            yield payload
-    finally:
-        stop.set()
-        worker.join(timeout=30)

@@ -26,8 +26,8 @@ import time
 
 from crnn_multigpu.runtime.checkpoints import CheckpointSaver, NonFiniteStateError, WarmStart
 from crnn_multigpu.compat import tf
-from crnn_multigpu.datasets.batching import prefetch
 from crnn_multigpu.datasets.pipeline import InputPipeline
+from crnn_multigpu.wrapper.host_prefetch import prefetch
 from crnn_multigpu.wrapper.sharding import batch_size
 from crnn_multigpu.wrapper.towers import NONFINITE_MESSAGE
 
