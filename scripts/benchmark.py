@@ -40,6 +40,7 @@ PRECISION_ROWS = {"float32": "wrapper_1", "mixed_float16": "wrapper_1_float16",
                   "mixed_bfloat16": "wrapper_1_bfloat16"}
 CHARSET = Charset.default()
 USE_GPUS = []  # [True] with --gpus: towers and replicas go on real GPUs
+POST_INIT = "benchmark_post_init"  # wrappers' post_init_ops that a configuration must run
 
 
 def bench_devices(n):
@@ -81,6 +82,7 @@ class Config(object):
             init = tf.global_variables_initializer()
         self.session = tf.Session(graph=self.graph, config=session_config(N_CPUS))
         self.session.run(init)
+        self.session.run(self.graph.get_collection(POST_INIT))
         self.step = lambda *trace: step(self.session, *trace)
 
     def time(self, steps, min_seconds=0.0):
@@ -178,11 +180,13 @@ def feed_free(batch, towers, cached):
                 dataset = tf.data.Dataset.from_tensors(
                     {k: getattr(shard, k) for k in ("images", "widths", "labels", "label_lengths")})
                 return tf.data.make_one_shot_iterator(dataset.cache().repeat()).get_next()
+            batches = None
         else:
-            from crnn_multigpu.datasets.pipeline import make_input_fn
-            input_fn = make_input_fn(batch, CHARSET, len(batch.texts), towers,
-                                     devices=bench_devices(towers))
-        model = MultiGpuModel(CRNN, devices=bench_devices(towers), input_fn=input_fn)
+            from crnn_multigpu.datasets.steps import ArrayBatches
+            input_fn, batches = None, ArrayBatches(batch, len(batch.texts))
+        model = MultiGpuModel(CRNN, devices=bench_devices(towers), input_fn=input_fn,
+                              batches=batches)
+        tf.add_to_collection(POST_INIT, model.post_init_op)  # starts the input
         feed = dict((m.training, True) for m in model.models)
         return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build
@@ -193,15 +197,13 @@ def dataset_pipeline(path, batch_size, towers, augment):
     def build():
         from crnn_multigpu.datasets import open_dataset
         from crnn_multigpu.datasets.augment import Degrader
-        from crnn_multigpu.datasets.pipeline import make_input_fn
         from crnn_multigpu.datasets.steps import StepBatches
         dataset = open_dataset(path, charset=CHARSET, time_steps=CRNN.time_steps(100))
         degrade = Degrader(augment, reference_height=dataset.height) if augment else None
         source = StepBatches(dataset, CHARSET, batch_size, fixed_width=100, min_batch=towers,
                              augment=degrade)
-        input_fn = make_input_fn(source, CHARSET, batch_size, towers, fixed_width=100,
-                                 devices=bench_devices(towers))
-        model = MultiGpuModel(CRNN, devices=bench_devices(towers), input_fn=input_fn)
+        model = MultiGpuModel(CRNN, devices=bench_devices(towers), batches=source)
+        tf.add_to_collection(POST_INIT, model.post_init_op)  # starts the input
         feed = dict((m.training, True) for m in model.models)
         return lambda session, *trace: session.run(model.objective, feed, *trace)
     return build

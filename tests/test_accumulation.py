@@ -406,16 +406,6 @@ def test_trainer_skip_policy_skips_the_whole_step(tmp_path, make_session):
     assert trainer.skipped_steps == [1]
 
 
-def test_trainer_refuses_a_pipeline_of_another_accumulation(tmp_path):
-    from crnn_multigpu.datasets.pipeline import make_input_fn
-    pipeline = make_input_fn(lambda step: None, None, 4, 2, devices=cpu_devices(2),
-                             accumulate_steps=2)
-    wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2), accumulate_steps=3)
-    wrapper.input_fn = pipeline  # as if built with it (Linear takes no inputs=)
-    with pytest.raises(ValueError, match="makes 2 micro-batch.*accumulates 3"):
-        Trainer(wrapper, None, str(tmp_path))
-
-
 def test_post_init_op_starts_a_new_cycle(make_session):
     wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2), accumulate_steps=K)
     session = start(wrapper, make_session)

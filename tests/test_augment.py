@@ -8,8 +8,11 @@ from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.datasets import (SyntheticDataset, SyntheticTextGenerator, find_fonts,
                                     load_image, open_dataset, write_lmdb)
 from crnn_multigpu.datasets.augment import Degrader
-from crnn_multigpu.datasets.pipeline import INPUT_NAMES, make_input_fn
+from crnn_multigpu.compat import tf
+from crnn_multigpu.datasets.batching import INPUT_NAMES
 from crnn_multigpu.datasets.steps import StepBatches
+from crnn_multigpu.wrapper.devices import cpu_devices
+from crnn_multigpu.wrapper.feeding import StepInput
 from crnn_multigpu.wrapper.sharding import split_batch
 
 CHARSET = Charset.default()
@@ -86,12 +89,14 @@ def test_a_sample_is_degraded_differently_at_different_steps(tiny_dataset):
 def test_the_pipeline_delivers_the_augmented_batches_of_its_steps(tiny_dataset, make_session):
     dataset = open_dataset(tiny_dataset, charset=CHARSET)
     reference = batches(dataset, 0.5)
-    # Parallel decoding threads and a resumed pipeline (start_step) see the same batches.
-    fresh = [make_input_fn(batches(dataset, 0.5), CHARSET, BATCH, TOWERS)(k, TOWERS)
-             for k in range(TOWERS)]
-    resumed = [make_input_fn(batches(dataset, 0.5), CHARSET, BATCH, TOWERS, start_step=3)
-               (k, TOWERS) for k in range(TOWERS)]
+    # Parallel decoding threads and a resumed input (global step 3) see the same batches.
+    global_step = tf.train.get_or_create_global_step()
+    inputs = [StepInput(batches(dataset, 0.5), cpu_devices(TOWERS), global_step=step)
+              for step in (None, global_step)]
+    fresh, resumed = ([feed.tower(k) for k in range(TOWERS)] for feed in inputs)
     session = make_session()
+    global_step.load(3, session)
+    session.run([feed.initializers for feed in inputs])
     for step in range(5):
         for got, want in zip(session.run(fresh), split_batch(reference(step), TOWERS)):
             for name in INPUT_NAMES:

@@ -7,9 +7,10 @@ from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset
-from crnn_multigpu.datasets.pipeline import INPUT_NAMES, make_input_fn
-from crnn_multigpu.datasets.steps import StepBatches
+from crnn_multigpu.datasets.batching import INPUT_NAMES
+from crnn_multigpu.datasets.steps import ArrayBatches, StepBatches
 from crnn_multigpu.wrapper.devices import cpu_devices
+from crnn_multigpu.wrapper.feeding import StepInput
 from crnn_multigpu.wrapper.sharding import split_batch
 from crnn_multigpu.runtime.training import Trainer
 
@@ -37,9 +38,13 @@ class Unreadable(IdDataset):
         return None
 
 
-def tower_inputs(input_fn, n_towers):
-    """The input tensors of every tower, placed as MultiGpuModel places them."""
-    return [input_fn(k, n_towers) for k in range(n_towers)]
+def tower_inputs(source, n_towers, global_step=None):
+    """Every tower's input tensors of a ``StepInput`` over ``n_towers`` CPUs (built on the host,
+    as MultiGpuModel builds them), and the op that starts them."""
+    feed = StepInput(source, cpu_devices(n_towers), global_step=global_step)
+    with tf.device("/cpu:0"):
+        tensors = [feed.tower(k) for k in range(n_towers)]
+    return tensors, tf.group(*feed.initializers)
 
 
 def texts_of(labels, lengths):
@@ -52,10 +57,17 @@ def assert_shard_equal(got, expected):
         np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
-def tiny_wrapper(input_fn, optimizer=None):
+def tiny_wrapper(batches, optimizer=None, towers=TOWERS, accumulate_steps=1):
     tf.set_random_seed(1)
-    return MultiGpuModel(CRNN, devices=cpu_devices(TOWERS), input_fn=input_fn,
-                         optimizer=optimizer or tf.train.AdamOptimizer(0.01), **TINY)
+    return MultiGpuModel(CRNN, devices=cpu_devices(towers), batches=batches,
+                         optimizer=optimizer or tf.train.AdamOptimizer(0.01),
+                         accumulate_steps=accumulate_steps, **TINY)
+
+
+def start_up(wrapper, session):
+    """Initialise as the Trainer does: variables, then post_init_op (which starts the input)."""
+    session.run(tf.global_variables_initializer())
+    session.run(wrapper.post_init_op)
 
 
 def training_feed(wrapper):
@@ -64,11 +76,11 @@ def training_feed(wrapper):
 
 def test_towers_get_their_own_shard_of_the_same_global_batch(tiny_dataset, make_session):
     dataset = open_dataset(tiny_dataset, charset=CHARSET)
-    reference = StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=3, min_batch=TOWERS)
-    wrapper = tiny_wrapper(make_input_fn(dataset, CHARSET, BATCH, TOWERS, seed=3))
+    reference = StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=3)
+    wrapper = tiny_wrapper(StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=3))
     inputs = [{name: getattr(m, name) for name in INPUT_NAMES} for m in wrapper.models]
     session = make_session()
-    session.run(tf.global_variables_initializer())
+    start_up(wrapper, session)
     for step in range(3):
         # The train op and the fetched inputs in one run: the batch this step trained on.
         _, shards = session.run([wrapper.objective, inputs], training_feed(wrapper))
@@ -81,12 +93,32 @@ def test_towers_get_their_own_shard_of_the_same_global_batch(tiny_dataset, make_
             texts_of(shards[1]["labels"], shards[1]["label_lengths"])
 
 
+def test_the_wrapper_feeds_its_own_towers_and_micro_batches(make_session):
+    """The input is built from the wrapper's towers and accumulation, given nothing else: each
+    of its 3 towers gets its shard, each of its 2 micro-batches per step is the next micro-step,
+    and post_init_op starts them at micro-step 2 x the global step (as restored)."""
+    dataset = IdDataset(48)
+    reference = StepBatches(dataset, CHARSET, 6, seed=4)
+    wrapper = tiny_wrapper(StepBatches(dataset, CHARSET, 6, seed=4), towers=3,
+                           accumulate_steps=2)
+    inputs = [{name: getattr(m, name) for name in INPUT_NAMES} for m in wrapper.models]
+    session = make_session()
+    start_up(wrapper, session)
+    wrapper.global_step.load(5, session)  # as restored from a checkpoint of step 5
+    session.run(wrapper.post_init_op)
+    for micro_step in range(10, 14):
+        _, shards = session.run([wrapper.objective, inputs], training_feed(wrapper))
+        for got, want in zip(shards, split_batch(reference(micro_step), 3)):
+            assert_shard_equal(got, want)
+    assert session.run(wrapper.global_step) == 7
+
+
 @pytest.mark.parametrize("n_towers", [2, 3])
 def test_every_epoch_sees_every_example_exactly_once(make_session, n_towers):
     dataset = IdDataset(30)
-    input_fn = make_input_fn(dataset, CHARSET, 6, n_towers, fixed_width=None, seed=7)
-    outputs = tower_inputs(input_fn, n_towers)
+    outputs, begin = tower_inputs(StepBatches(dataset, CHARSET, 6, seed=7), n_towers)
     session = make_session()
+    session.run(begin)
     epochs = []
     for _ in range(2):
         seen = []
@@ -106,13 +138,17 @@ def test_every_epoch_sees_every_example_exactly_once(make_session, n_towers):
     assert epochs[0] != epochs[1], "each epoch is reshuffled"
 
 
-def test_start_step_continues_the_data_order(make_session):
+def test_the_global_step_at_start_up_continues_the_data_order(make_session):
     dataset = IdDataset(40)
-    fresh = tower_inputs(make_input_fn(dataset, CHARSET, BATCH, TOWERS, seed=2), TOWERS)
-    resumed = tower_inputs(make_input_fn(dataset, CHARSET, BATCH, TOWERS, seed=2, start_step=3),
-                           TOWERS)
+    fresh, begin_fresh = tower_inputs(StepBatches(dataset, CHARSET, BATCH, seed=2), TOWERS)
+    global_step = tf.train.get_or_create_global_step()
+    resumed, begin_resumed = tower_inputs(StepBatches(dataset, CHARSET, BATCH, seed=2), TOWERS,
+                                          global_step)
     session = make_session()
+    session.run(begin_fresh)
     straight = [session.run(fresh) for _ in range(6)]
+    global_step.load(3, session)  # as restored from a checkpoint of step 3
+    session.run(begin_resumed)
     for step in range(3, 6):
         for got, want in zip(session.run(resumed), straight[step]):
             for name in INPUT_NAMES:
@@ -122,8 +158,9 @@ def test_start_step_continues_the_data_order(make_session):
 def test_in_memory_arrays_are_a_source(make_session):
     arrays = make_batch([np.full((32, 20), i / 16.0, np.float32) for i in range(16)],
                         ["%d" % i for i in range(16)], CHARSET, fixed_width=20)
-    outputs = tower_inputs(make_input_fn(arrays, None, BATCH, TOWERS, fixed_width=20), TOWERS)
+    outputs, begin = tower_inputs(ArrayBatches(arrays, BATCH), TOWERS)
     session = make_session()
+    session.run(begin)
     seen = []
     for _ in range(2):
         for shard in session.run(outputs):
@@ -135,11 +172,11 @@ def test_in_memory_arrays_are_a_source(make_session):
 
 def test_feed_free_training_equals_feed_dict_training(tiny_dataset, make_session):
     dataset = open_dataset(tiny_dataset, charset=CHARSET)
-    reference = StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=0, min_batch=TOWERS)
-    wrapper = tiny_wrapper(make_input_fn(dataset, CHARSET, BATCH, TOWERS))
+    reference = StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=0)
+    wrapper = tiny_wrapper(StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=0))
     variables = tf.global_variables()  # weights, batch-norm statistics, Adam slots, global step
     session = make_session()
-    session.run(tf.global_variables_initializer())
+    start_up(wrapper, session)
     initial = session.run(variables)
     for _ in range(4):
         session.run(wrapper.objective, training_feed(wrapper))
@@ -160,11 +197,11 @@ def test_feed_free_training_equals_feed_dict_training(tiny_dataset, make_session
 
 def test_feed_dict_overrides_the_pipeline_without_consuming_it(tiny_dataset, make_session):
     dataset = open_dataset(tiny_dataset, charset=CHARSET)
-    reference = StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=0, min_batch=TOWERS)
-    wrapper = tiny_wrapper(make_input_fn(dataset, CHARSET, BATCH, TOWERS))
+    reference = StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=0)
+    wrapper = tiny_wrapper(StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=0))
     images = [m.images for m in wrapper.models]
     session = make_session()
-    session.run(tf.global_variables_initializer())
+    start_up(wrapper, session)
     other = split_batch(reference(5), TOWERS)
     fed = session.run(images, wrapper.feed_dict(other))
     for got, want in zip(fed, other):
@@ -174,30 +211,20 @@ def test_feed_dict_overrides_the_pipeline_without_consuming_it(tiny_dataset, mak
             np.testing.assert_array_equal(got, want.images)
 
 
-def test_trainer_feed_free_checks_the_start_step_and_reports_source_errors(tmp_path,
-                                                                          make_session):
-    wrapper = tiny_wrapper(make_input_fn(IdDataset(24), CHARSET, BATCH, TOWERS, start_step=5))
-    trainer = Trainer(wrapper, None, str(tmp_path / "a"), log_every=0, feed=training_feed(wrapper))
-    with pytest.raises(ValueError, match="start_step=0"):
+def test_trainer_feed_free_reports_source_errors(tmp_path, make_session):
+    wrapper = tiny_wrapper(StepBatches(Unreadable(24), CHARSET, BATCH))
+    trainer = Trainer(wrapper, None, str(tmp_path), log_every=0, feed=training_feed(wrapper))
+    with pytest.raises(ValueError, match="only 0 readable images"):
         trainer.train(make_session(), steps=2)
-
-    graph = tf.Graph()
-    with graph.as_default():
-        wrapper = tiny_wrapper(make_input_fn(Unreadable(24), CHARSET, BATCH, TOWERS))
-        trainer = Trainer(wrapper, None, str(tmp_path / "b"), log_every=0,
-                          feed=training_feed(wrapper))
-        with pytest.raises(ValueError, match="only 0 readable images"):
-            trainer.train(make_session(graph), steps=2)
 
 
 def test_trainer_feed_free_runs_and_resumes_exactly(tiny_dataset, tmp_path, make_session):
     dataset = open_dataset(tiny_dataset, charset=CHARSET)
 
-    def run(out, steps, resume=False, start_step=0):
+    def run(out, steps, resume=False):
         graph = tf.Graph()
         with graph.as_default():
-            wrapper = tiny_wrapper(make_input_fn(dataset, CHARSET, BATCH, TOWERS,
-                                                 start_step=start_step))
+            wrapper = tiny_wrapper(StepBatches(dataset, CHARSET, BATCH, fixed_width=100))
             trainer = Trainer(wrapper, None, out, log_every=0, feed=training_feed(wrapper))
             session = make_session(graph)
             final = trainer.train(session, steps=steps, resume=resume)
@@ -207,7 +234,7 @@ def test_trainer_feed_free_runs_and_resumes_exactly(tiny_dataset, tmp_path, make
     final, straight = run(str(tmp_path / "straight"), 6)
     assert final == 6
     assert run(str(tmp_path / "resumed"), 3)[0] == 3
-    final, resumed = run(str(tmp_path / "resumed"), 6, resume=True, start_step=3)
+    final, resumed = run(str(tmp_path / "resumed"), 6, resume=True)
     assert final == 6
     for name in straight:
         np.testing.assert_allclose(straight[name], resumed[name], rtol=1e-5, atol=1e-6,

@@ -23,7 +23,6 @@ from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset
 from crnn_multigpu.datasets.augment import Degrader
-from crnn_multigpu.datasets.pipeline import make_input_fn
 from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.wrapper.devices import (close_session, cpu_devices, session_config, tower_devices,
                                    visible_gpus)
@@ -263,12 +262,6 @@ def input_mode(args):
     return args.input or ("feed" if args.cluster else "dataset")
 
 
-def restored_step(args):
-    """The global step a --resume run continues from (0 without a checkpoint)."""
-    path = latest_checkpoint(args.out) if args.resume else None
-    return int(tf.train.load_checkpoint(path).get_tensor("global_step")) if path else 0
-
-
 def make_validate(wrapper, dataset, charset, width, batch_size, limit, width_multiple):
     """A callable (session, step) -> figures over the first ``limit`` (0: all) validation
     images, read by the training graph's towers (batches padded to ``width_multiple``)."""
@@ -316,19 +309,16 @@ def main_body(argv=None):
 
     augment = Degrader(args.augment, reference_height=train_set.height) if args.augment else None
     batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config["image_width"],
-                          seed=args.seed, min_batch=len(towers), augment=augment,
-                          bucket=args.bucket, width_multiple=model_cls.DOWNSAMPLE)
-    # Feed-free input starts at the step training resumes from: same data order as one run.
-    input_fn = make_input_fn(batches, charset, args.batch_size, len(towers),
-                             fixed_width=config["image_width"], seed=args.seed,
-                             start_step=restored_step(args), devices=towers,
-                             accumulate_steps=args.accumulate) \
-        if mode == "dataset" else None
+                          seed=args.seed, augment=augment, bucket=args.bucket,
+                          width_multiple=model_cls.DOWNSAMPLE)
     # sync_bn only when asked for: a model class without batch norm need not take it.
     kwargs = dict(config["model"], **({"sync_bn": True} if args.sync_bn else {}))
+    # Feed-free, the wrapper feeds its own towers from the batches (its input starts at the
+    # global step training restores); fed, the trainer splits each batch over them.
     wrapper = MultiGpuModel(model_cls, devices=towers,
                             strategy=make_strategy(args, variable_device), optimizer=optimizer,
-                            clip_norm=args.clip_norm or None, input_fn=input_fn,
+                            clip_norm=args.clip_norm or None,
+                            batches=batches if mode == "dataset" else None,
                             precision=args.precision, accumulate_steps=args.accumulate, **kwargs)
     model_class.check_model(wrapper.models[0], model_cls)
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,

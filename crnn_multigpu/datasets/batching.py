@@ -21,6 +21,21 @@ texts: list of str, the ground truth ('' when unknown, e.g. for prediction).
 """
 
 
+# The fields of a Batch that a model's towers take (texts stay on the host), as a step source
+# declares them for feed-free input (crnn_multigpu.wrapper.feeding).
+INPUT_NAMES = ("images", "widths", "labels", "label_lengths")
+
+
+def batch_signature(fixed_width=None):
+    """``{name: (dtype, static shape)}`` of a :class:`Batch`'s ``INPUT_NAMES`` (images
+    ``fixed_width`` wide, or of any width): a step source's ``signature``."""
+    return collections.OrderedDict([
+        ("images", (np.float32, [None, None, fixed_width or None, 1])),
+        ("widths", (np.int32, [None])),
+        ("labels", (np.int32, [None, None])),
+        ("label_lengths", (np.int32, [None]))])
+
+
 # Image pixels per CTC time step when a caller does not say: the default model's (CRNN's
 # DOWNSAMPLE). The tools pass their model class's (crnn_multigpu.ocr.model_class).
 TIME_STEP_WIDTH = 4

@@ -4,13 +4,20 @@ Training asks for "the batch of step s", never "the next batch", so a run
 resumed from a checkpoint at step s sees exactly the data an uninterrupted
 run would have seen. Training-time augmentation follows the same rule: the
 degradation of a sample is drawn from (seed, step, its slot in the batch).
+
+``StepBatches`` (a dataset) and ``ArrayBatches`` (padded arrays in memory) are step sources
+as ``crnn_multigpu.wrapper.feeding`` defines them: ``MultiGpuModel(..., batches=source)``
+feeds its towers from one, and the trainer's feed_dict path calls one.
 """
+import collections
 import logging
 import threading
 
 import numpy as np
 
-from crnn_multigpu.datasets.batching import TIME_STEP_WIDTH, EpochBatches, make_batch, width_keys
+from crnn_multigpu.datasets.batching import (TIME_STEP_WIDTH, Batch, EpochBatches,
+                                             batch_indices, batch_signature, make_batch,
+                                             width_keys)
 
 log = logging.getLogger(__name__)
 # A tag word keeps augmentation streams apart from other [seed, ...] streams (the renderer's).
@@ -36,7 +43,12 @@ class StepBatches(object):
     Varying widths are padded to a multiple of it, and a sample whose label needs more time
     steps than its image gives (``ceil(width / width_multiple)``) is left out and counted in
     ``too_long``.
+
+    Several threads may ask for steps at once (``thread_safe``): the feed-free input decodes
+    steps in parallel.
     """
+
+    thread_safe = True
 
     def __init__(self, dataset, charset, batch_size, fixed_width=None, seed=0, min_batch=1,
                  augment=None, bucket=0, width_multiple=TIME_STEP_WIDTH):
@@ -52,8 +64,14 @@ class StepBatches(object):
         self.bucket = bucket if bucket > 1 and not fixed_width else 0
         self.batches_per_epoch = len(dataset) // batch_size
         self.skipped, self.too_long = set(), set()
-        self._cache = (None, None)
+        self._lock = threading.Lock()
+        self._orders = collections.OrderedDict()  # epoch -> its batches, the newest two
         self._thread_state = threading.local()
+
+    @property
+    def signature(self):
+        """The batches' fields for the towers: ``{name: (dtype, static shape)}``."""
+        return batch_signature(self.fixed_width)
 
     def epoch_order(self, epoch):
         """The batches (lists of indices) of ``epoch``: a pure function of (seed, epoch)."""
@@ -62,9 +80,13 @@ class StepBatches(object):
                             drop_remainder=True, size_of=size_of, bucket=self.bucket)
 
     def _epoch_batches(self, epoch):
-        if self._cache[0] != epoch:
-            self._cache = (epoch, self.epoch_order(epoch))
-        return self._cache[1]
+        # Two epochs: decoding threads near an epoch's end ask for both.
+        with self._lock:
+            if epoch not in self._orders:
+                self._orders[epoch] = self.epoch_order(epoch)
+                while len(self._orders) > 2:
+                    self._orders.popitem(last=False)
+            return self._orders[epoch]
 
     def __call__(self, step):
         epoch, position = divmod(int(step), self.batches_per_epoch)
@@ -121,3 +143,32 @@ class StepBatches(object):
                 log.warning("skipping unreadable image %s (%d so far)",
                             getattr(self.dataset, "describe", str)(index), len(self.skipped))
         return sample
+
+
+class ArrayBatches(object):
+    """In-memory, already padded arrays (a ``Batch`` or a dict with ``INPUT_NAMES``) as a step
+    source: rows drawn in the same per-epoch shuffled order as ``StepBatches``, remainder
+    dropped."""
+
+    thread_safe = True
+
+    def __init__(self, arrays, batch_size, seed=0):
+        get = arrays.get if isinstance(arrays, dict) else lambda name: getattr(arrays, name, None)
+        images = np.asarray(get("images"))
+        self.signature = batch_signature(images.shape[2] if images.ndim == 4 else None)
+        self.arrays = [np.asarray(get(name), dtype) for name, (dtype, _) in
+                       self.signature.items()]
+        self.texts = get("texts")
+        count = len(self.arrays[0])
+        if count < batch_size:
+            raise ValueError("%d in-memory examples are fewer than one batch of %d"
+                             % (count, batch_size))
+        self.batch_size, self.seed, self.count = batch_size, seed, count
+        self.batches_per_epoch = count // batch_size
+
+    def __call__(self, step):
+        epoch, position = divmod(int(step), self.batches_per_epoch)
+        rows = np.asarray(batch_indices(self.count, self.batch_size, True, self.seed, epoch,
+                                        drop_remainder=True)[position])
+        texts = [self.texts[i] for i in rows] if self.texts is not None else [""] * len(rows)
+        return Batch(*([a[rows] for a in self.arrays] + [texts]))

@@ -5,10 +5,10 @@ batch for each global step (so a resumed run sees the same data order), feeds
 the towers, reports progress, saves checkpoints, validates, and turns SIGINT /
 SIGTERM and non-finite losses into a clean stop that loses nothing.
 
-Feed-free mode (``batch_for_step=None``): the wrapper was built with an
-``input_fn`` (``datasets.pipeline.make_input_fn``) whose ``tf.data`` pipelines
-yield the batch of each global step themselves; each step then only runs
-``objective`` (with the small constant ``feed``, e.g. ``training=True``).
+Feed-free mode (``batch_for_step=None``): the wrapper was built with ``batches=`` (a step
+source, ``wrapper.feeding``), so its ``input``'s ``tf.data`` pipelines yield the batch of each
+global step themselves, starting where the restored global step says; each step then only
+runs ``objective`` (with the small constant ``feed``, e.g. ``training=True``).
 
 Gradient accumulation (a wrapper built with ``accumulate_steps=k``): one step is ``k`` runs
 of ``objective``, on the batches of micro-steps ``k * step`` .. ``k * step + k - 1``; steps,
@@ -26,7 +26,6 @@ import time
 
 from crnn_multigpu.runtime.checkpoints import CheckpointSaver, NonFiniteStateError, WarmStart
 from crnn_multigpu.compat import tf
-from crnn_multigpu.datasets.pipeline import InputPipeline
 from crnn_multigpu.wrapper.host_prefetch import prefetch
 from crnn_multigpu.wrapper.sharding import batch_size
 from crnn_multigpu.wrapper.towers import NONFINITE_MESSAGE
@@ -150,10 +149,9 @@ class Trainer(object):
     Args:
       wrapper: a built ``MultiGpuModel``.
       batch_for_step: ``f(step) -> batch`` (a whole batch; the trainer splits it per tower),
-        or None: feed-free, the wrapper's ``input_fn`` pipelines provide the data. Their
-        ``start_step`` must equal the (restored) global step; this is checked. Accumulating
-        ``k`` micro-batches per step, ``f`` is called with micro-steps (``k * step + i``), and
-        the pipelines must be made with the same ``accumulate_steps``.
+        or None: feed-free, the wrapper's ``input`` (built from its ``batches``) provides the
+        data. Accumulating ``k`` micro-batches per step, ``f`` is called with micro-steps
+        (``k * step + i``).
       run_dir: where checkpoints (``checkpoints/``) and summaries (``logs/``) go.
       checkpoint_every / log_every / validate_every: intervals in steps (0 disables).
       validate: optional ``f(session, step) -> dict`` of validation figures.
@@ -174,21 +172,13 @@ class Trainer(object):
         self.batch_for_step = batch_for_step
         self.feed = dict(feed or {})
         self.stopped_by = None  # the signal number when SIGINT/SIGTERM ended train()
-        # Feed-free input: the wrapper's InputPipeline (other input_fns, e.g. the function
-        # style's in-graph split of fed tensors, need a batch_for_step to feed).
-        input_fn = getattr(wrapper, "input_fn", None)
-        self.pipeline = input_fn if isinstance(input_fn, InputPipeline) else None
-        if batch_for_step is None and self.pipeline is None:
-            raise ValueError("Trainer without batch_for_step needs a wrapper built with an "
-                             "InputPipeline as its input_fn (datasets.pipeline.make_input_fn)")
-        self.accumulate = getattr(wrapper, "accumulate_steps", 1)
-        if self.pipeline is not None and self.pipeline.accumulate_steps != self.accumulate:
-            raise ValueError("the input pipeline makes %d micro-batch(es) per step but the model "
-                             "accumulates %d; build both with the same accumulate_steps"
-                             % (self.pipeline.accumulate_steps, self.accumulate))
-        # The micro-step whose batch the feed-free pipelines will deliver next.
-        self._pipeline_step = self.pipeline.start_step * self.accumulate \
-            if self.pipeline is not None else None
+        # Feed-free: the input the wrapper built from a step source (another input_fn, e.g. the
+        # function style's in-graph split of fed tensors, needs a batch_for_step to feed).
+        self.input = wrapper.input
+        if batch_for_step is None and self.input is None:
+            raise ValueError("Trainer without batch_for_step needs a wrapper built with "
+                             "batches= (a step source), whose input feeds the towers")
+        self.accumulate = wrapper.accumulate_steps
         self.run_dir = run_dir
         self.checkpoint_every, self.log_every = checkpoint_every, log_every
         self.validate_every, self.validate = validate_every, validate
@@ -239,8 +229,6 @@ class Trainer(object):
         if self.is_chief:
             self.writer = tf.summary.FileWriter(self.run_dir + "/logs", session.graph)
         feed_free = self.batch_for_step is None
-        if feed_free:
-            self._check_pipeline_start(step)
         # The batches of the coming steps are made ahead, on a thread, while this one runs.
         batches = None if feed_free else prefetch(
             (s, self.batch_for_step(s)) for s in itertools.count(step * self.accumulate))
@@ -300,7 +288,7 @@ class Trainer(object):
             # Only a step's last run can be non-finite (the step is judged whole).
             ran = self._run_step(session, want, feed, step, last)
             images += batch_size(batch) if batches is not None else \
-                int(last.get("images", self.pipeline.batch_size))
+                int(last.get("images", self.input.batch_size))
         if ran:
             window.images += images
         return ran
@@ -313,28 +301,17 @@ class Trainer(object):
             except NonFiniteStateError as error:
                 log.error("%s", error)
 
-    def _check_pipeline_start(self, step):
-        if self._pipeline_step is not None and self._pipeline_step != step * self.accumulate:
-            raise ValueError("the input pipeline delivers the batch of step %d next but training "
-                             "is at global step %d; build the input_fn with start_step=%d (the "
-                             "restored global step) so the data order continues exactly"
-                             % (self._pipeline_step // self.accumulate, step, step))
-
     def _run_step(self, session, fetches, feed, step, last):
         try:
-            try:
-                last.update(session.run(fetches, feed))
-            finally:
-                # A feed-free run consumes one element of every tower's pipeline even when
-                # it fails (a non-finite step that is then skipped advances both alike).
-                if self.batch_for_step is None and self._pipeline_step is not None:
-                    self._pipeline_step += 1
+            # A feed-free run takes one element of every tower's pipeline even when it fails:
+            # a skipped step advances the input and the global step alike.
+            last.update(session.run(fetches, feed))
             return True
         except tf.errors.OpError as error:
             nonfinite = isinstance(error, tf.errors.InvalidArgumentError) and \
                 NONFINITE_MESSAGE in str(error)
             if not nonfinite:
-                source_error = self.pipeline.source_error() if self.pipeline else None
+                source_error = self.input.source_error() if self.input else None
                 if source_error is not None:
                     raise source_error  # the data source's own exception, e.g. bad images
                 raise

@@ -73,7 +73,7 @@ class WholeBatch(object):
         self._shards = None
 
     def shard(self, index, n_towers):
-        """Tower ``index``'s ``Shard`` of ``n_towers``: the tower builder's ``input_fn``.
+        """Tower ``index``'s ``Shard`` of ``n_towers``: the wrapper's ``input_fn``.
 
         The split is built on the first call and kept, so it exists once in the graph.
         """
@@ -147,7 +147,7 @@ class FunctionTower(object):
       model_fn: ``model_fn(inputs) -> outputs``, the single-device model, called on the shard's
         inputs (the same structure as the whole-batch inputs, fewer examples).
       loss_fn: ``loss_fn(outputs, labels) -> loss``, the mean loss over the shard's examples.
-      inputs: the tower's ``Shard`` (the name is the tower builder's ``input_fn`` argument).
+      inputs: the tower's ``Shard`` (the name is the wrapper's ``inputs=`` argument).
     """
 
     def __init__(self, model_fn, loss_fn, inputs):

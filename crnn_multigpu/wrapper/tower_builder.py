@@ -55,16 +55,16 @@ class TowerBuilder(object):
     ``strategy`` places the variables (``crnn_multigpu.wrapper.strategies``); ``tower_group`` is what a
     model may ask of its tower while it is built (``tower_context``); ``precision`` gives the
     variable scope of the compute dtype; ``xla`` compiles each tower's forward pass;
-    ``input_fn(tower_index, n_towers)``, if given, makes the tower's input tensors, passed to
-    the model as ``inputs=``.
+    ``tower_inputs(tower_index)``, if given, makes the tower's input tensors, passed to the
+    model as ``inputs=``.
     """
 
     def __init__(self, model_cls, model_kwargs, devices, strategy, tower_group, precision,
-                 xla=False, input_fn=None):
+                 xla=False, tower_inputs=None):
         check_xla(xla, devices)
         self.model_cls, self.model_kwargs, self.devices = model_cls, model_kwargs, devices
         self.strategy, self.tower_group, self.precision = strategy, tower_group, precision
-        self.xla, self.input_fn = xla, input_fn
+        self.xla, self.tower_inputs = xla, tower_inputs
 
     @property
     def name(self):
@@ -117,13 +117,13 @@ class TowerBuilder(object):
                       tower0_updates)
 
     def _inputs(self, index):
-        """Tower ``index``'s input tensors from ``input_fn``, or None without one."""
-        if self.input_fn is None:
+        """Tower ``index``'s input tensors from ``tower_inputs``, or None without it."""
+        if self.tower_inputs is None:
             return None
         # Decoding belongs on the tower's host CPU; the pipeline itself moves
         # ready batches to the tower (prefetch_to_device).
         with tf.device(host_device(self.devices[index])):
-            return self.input_fn(index, len(self.devices))
+            return self.tower_inputs(index)
 
     def _rehearse_tower_zero(self, inputs, place_variable):
         """Build tower 0 again into the current default graph (a strategy's scratch graph),

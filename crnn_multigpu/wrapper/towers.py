@@ -23,6 +23,7 @@ from crnn_multigpu.wrapper import strategies
 from crnn_multigpu.wrapper import precision as precisions
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import tower_devices
+from crnn_multigpu.wrapper.feeding import StepInput
 from crnn_multigpu.wrapper.function_style import FunctionTower, WholeBatch
 from crnn_multigpu.wrapper.tower_builder import TowerBuilder
 from crnn_multigpu.wrapper.tower_context import TowerGroup
@@ -63,6 +64,7 @@ class MultiGpuModel(object):
       input_fn: optional feed-free input: ``input_fn(tower_index, n_towers)`` returns the
         tower's input tensors (e.g. from ``tf.data``), passed to the model as ``inputs=``.
         Models use them as defaults of their placeholders, so ``feed_dict`` still works.
+        For a step source, pass ``batches`` instead.
       strategy: where variables live and how tower gradients are combined
         (``crnn_multigpu.wrapper.strategies``); default ``ParameterServer()``. One object per wrapper.
       train: False builds the towers only (inference): no optimizer, no training step.
@@ -74,15 +76,20 @@ class MultiGpuModel(object):
       accumulate_steps: micro-batches per optimizer step (``accumulation``): each run of
         ``objective`` feeds one micro-batch and every ``accumulate_steps``-th run also applies
         the step, with the gradient of all their examples (exactly weighted). 1: none.
+      batches: optional feed-free input from a step source (``feeding``: ``batches(step)`` is
+        the global batch of a step; it has ``batch_size`` and ``signature``). The wrapper
+        builds ``input``, a ``feeding.StepInput`` over its own devices and accumulate_steps,
+        and passes every tower its shard's tensors as ``inputs=`` (as ``input_fn`` does).
       **model_kwargs: passed to ``model_cls``.
 
     After building: ``variables`` (the plain-named trainable variables), ``model_variables``
     (every variable of the plain model), ``savable_variables`` (what a checkpoint holds:
     ``tf.train.Saver(var_list=wrapper.savable_variables)``) and ``post_init_op`` (run it after
-    initialising or restoring: it makes replicas equal to the plain copy, and starts a new
-    accumulation cycle). ``step_loss`` and ``step_error`` are ``loss`` and ``error`` averaged
-    over the micro-batches of the current optimizer step so far (the same tensors without
-    accumulation).
+    initialising or restoring: it makes replicas equal to the plain copy, starts a new
+    accumulation cycle and starts ``input`` at the global step). ``input`` is the feed-free
+    input built from ``batches`` (None without). ``step_loss`` and ``step_error`` are ``loss``
+    and ``error`` averaged over the micro-batches of the current optimizer step so far (the same
+    tensors without accumulation).
     """
 
     model_cls = None
@@ -123,7 +130,7 @@ class MultiGpuModel(object):
     def __init__(self, model_cls=None, n_gpus=None, optimizer=None, devices=None,
                  variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
                  gradient_processors=(), strategy=None, train=True, xla=False,
-                 precision="float32", accumulate_steps=1, **model_kwargs):
+                 precision="float32", accumulate_steps=1, batches=None, **model_kwargs):
         model_cls = model_cls or type(self).model_cls
         if model_cls is None:
             raise TypeError("MultiGpuModel needs a model class: MultiGpuModel(MyModel, ...) or a "
@@ -151,9 +158,21 @@ class MultiGpuModel(object):
         # What each tower's model may ask while it is built (tower_context.current_tower()).
         self.tower_group = TowerGroup(self.devices, training=train)
         self.xla = xla
-        self.input_fn = input_fn
+        if batches is not None and input_fn is not None:
+            raise ValueError("pass batches (a step source) or input_fn, not both: a tower "
+                             "takes one input")
+        # Made here, so its towers and micro-batches are this wrapper's own.
+        self.input = StepInput(batches, self.devices, self.accumulation.steps,
+                               self.global_step) if batches is not None else None
+        if self.input is not None:
+            tower_inputs = self.input.tower
+        elif input_fn is not None:
+            def tower_inputs(index):
+                return input_fn(index, self.n_towers)
+        else:
+            tower_inputs = None
         towers = TowerBuilder(model_cls, model_kwargs, self.devices, self.strategy,
-                              self.tower_group, self.precision, xla, input_fn).build()
+                              self.tower_group, self.precision, xla, tower_inputs).build()
         self.models, self.variables = towers.models, towers.variables
         self.model_variables, self.update_ops = towers.model_variables, towers.update_ops
         with tf.name_scope("multi_gpu"), tf.device(self.variable_device):
@@ -184,6 +203,10 @@ class MultiGpuModel(object):
         if self.accumulation.reset_ops():
             self.post_init_op = tf.group(self.post_init_op, *self.accumulation.reset_ops(),
                                          name="post_init_and_new_cycle")
+        if self.input is not None:
+            # Run after initialising or restoring: the input starts where training is.
+            self.post_init_op = tf.group(self.post_init_op, *self.input.initializers,
+                                         name="post_init_and_input_start")
         # Accumulators are not saved: checkpoints are written between optimizer steps.
         self.savable_variables = self.strategy.savable_variables(
             self.model_variables, self.optimizer, self.global_step) + self.precision.variables()
