@@ -9,7 +9,7 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # What each part may import of the package besides itself: its floors below.
 ALLOWED = {
     "wrapper": {"compat"},
-    "runtime": {"compat", "wrapper", "datasets"},
+    "runtime": {"compat", "wrapper"},
     "ocr": {"compat", "wrapper", "runtime", "datasets"},
 }
 
