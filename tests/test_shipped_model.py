@@ -103,7 +103,7 @@ def test_an_installed_wheel_reads_a_word_and_a_page(tmp_path):
                               timeout=HANG_GUARD, env=env, cwd=str(tmp_path))
         assert done.returncode == 0, done.stderr.decode()[-3000:]
         outputs.append(done.stdout.decode())
-    assert outputs[0].strip() == "%s\twelcome" % word
+    assert outputs[0].strip() == "%s\tWelcome" % word
     assert outputs[1].split("\n")[0] == truth[0][0]
     where = subprocess.run([sys.executable, "-c", "import crnn_multigpu.cli.evaluate as e; "
                             "print(e.MODELS_DIR)"], stdout=subprocess.PIPE, env=env,

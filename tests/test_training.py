@@ -47,10 +47,12 @@ def variables_of(run_dir):
 
 
 def read_alone(run_dir, paths, beam_width=0):
-    """What the run's newest checkpoint reads in each image, run on that image alone."""
+    """What the run's newest checkpoint reads in each image, run on that image alone, as the
+    tools read a crop (``Recognizer.read_crops``)."""
     recognizer = Recognizer(run_dir, beam_width=beam_width)
     try:
-        return [recognizer.recognize_files([path])[0][0] for path in paths]
+        return [recognizer.read_crops([load_image(path, recognizer.height)])[0][0]
+                for path in paths]
     finally:
         recognizer.close()
 
