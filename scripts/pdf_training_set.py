@@ -36,19 +36,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets import write_labels  # noqa: E402
+from crnn_multigpu.datasets.fonts import is_reserved  # noqa: E402
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.ocr.charset import Charset  # noqa: E402
 from crnn_multigpu.ocr.page import line_crops  # noqa: E402
 from page_check import compare_rows, found_row_of, truth_rows  # noqa: E402
-from pdf_words import MARGIN_PT, RESERVED_PDFS, fail, find_words, run  # noqa: E402
+from pdf_words import RESERVED_PDFS, fail, find_words, run, word_crop  # noqa: E402
 
 CHECK_PACKAGES = ("/simh/", "/d-itg/", "/camlidl/", "/gutenprint-doc/")
-# PostScript font names (subset prefix dropped, lower case) that may be reserved faces.
-RESERVED_FONT_RE = re.compile(
-    r"liberation|arimo|tinos|cousine|free(serif|sans|mono)|nimbus|urw|c059|p052|z003|"
-    r"texgyre|tex-gyre|^(times|helvetica|courier|palatino|bookman|avantgarde|itcavantgarde|"
-    r"newcenturyschlbk|centuryschl|zapfchancery|zapfdingbats|symbol|standardsymbols|"
-    r"dingbats|d050000l)")
+# PostScript base-35 names (subset prefix dropped, lower case): such a font may be URW's clone,
+# a reserved face, under the name of the design it copies.
+BASE35_FONT_RE = re.compile(
+    r"^(times|helvetica|courier|palatino|bookman|avantgarde|itcavantgarde|newcenturyschlbk|"
+    r"centuryschl|zapfchancery|zapfdingbats|symbol|standardsymbols|dingbats|d050000l)")
 PRINTABLE = set(Charset.printable_ascii().chars)
 
 
@@ -66,7 +66,8 @@ def fonts_ok(pdf):
         embedded = fields[-5]
         if embedded != "yes":
             return "font-not-embedded: %s" % fields[0]
-        if RESERVED_FONT_RE.search(name):
+        # The reserved families' own names, matched as datasets.fonts matches font files.
+        if is_reserved(name, family=name) or BASE35_FONT_RE.search(name):
             return "font-maybe-reserved: %s" % fields[0]
     return None
 
@@ -124,14 +125,9 @@ def page_samples(task):
             text = ascii_spelling(" ".join(inside))
             if inside and set(text) <= PRINTABLE:
                 samples.append(("line", crop, text))
-    scale, (mx, my) = dpi / 72.0, (m * dpi / 72.0 for m in MARGIN_PT)
     words = find_words(pdf, page)[2]
-    for _, (x0, y0, x1, y1), text in random.Random(seed).sample(
-            words, min(words_per_page, len(words))):
-        crop = image.crop((max(0, int(x0 * scale - mx)), max(0, int(y0 * scale - my)),
-                           min(image.width, int(round(x1 * scale + mx))),
-                           min(image.height, int(round(y1 * scale + my)))))
-        samples.append(("word", crop, text))
+    for _, box, text in random.Random(seed).sample(words, min(words_per_page, len(words))):
+        samples.append(("word", word_crop(image, box, dpi), text))
     return samples
 
 

@@ -108,9 +108,18 @@ def find_words(pdf, page=None):
     return pages, found, words
 
 
+def word_crop(image, box, dpi):
+    """The crop of the word ``box`` (PDF points) from its page ``image`` rasterised at ``dpi``,
+    with the margins ``MARGIN_PT``."""
+    scale, (mx, my) = dpi / 72.0, (m * dpi / 72.0 for m in MARGIN_PT)
+    x0, y0, x1, y1 = box
+    return image.crop((max(0, int(x0 * scale - mx)), max(0, int(y0 * scale - my)),
+                       min(image.width, int(round(x1 * scale + mx))),
+                       min(image.height, int(round(y1 * scale + my)))))
+
+
 def crop_words(out, samples, dpi):
     """Rasterise each needed page once and save the crops; returns labels and provenance rows."""
-    scale, (mx, my) = dpi / 72.0, (m * dpi / 72.0 for m in MARGIN_PT)
     entries, rows, page_image, page_key = [], [], None, None
     with tempfile.TemporaryDirectory() as tmp:
         for index, (pdf, page, box, text) in enumerate(samples):
@@ -121,10 +130,7 @@ def crop_words(out, samples, dpi):
                 with Image.open(prefix + ".pgm") as image:
                     page_image = image.convert("L")
                 page_key = (pdf, page)
-            x0, y0, x1, y1 = box
-            crop = page_image.crop((max(0, int(x0 * scale - mx)), max(0, int(y0 * scale - my)),
-                                    min(page_image.width, int(round(x1 * scale + mx))),
-                                    min(page_image.height, int(round(y1 * scale + my)))))
+            crop = word_crop(page_image, box, dpi)
             relative = "images/%09d.png" % index
             crop.save(os.path.join(out, relative), compress_level=1)
             entries.append((relative, text.lower()))
