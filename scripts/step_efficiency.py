@@ -6,7 +6,9 @@ One run measures everything it compares, so the shared machine's noise falls on 
   step, whose RunMetadata completes the shapes the placeholders leave open. The fused LSTM ops
   have no registered FLOP count; their matmul FLOPs are added separately, by formula.
 - The step time (median of timed steps) and so the achieved FLOP/s.
-- The practical peak: a large float32 GEMM in numpy and in TensorFlow on the same threads.
+- The peak: the best float32 GEMM rate of numpy and of TensorFlow's MatMul, measured before and
+  after the steps in a process of its own with the BLAS overrides cleared
+  (``scripts/gemm_peak.py``), with the share of the CPU other processes used meanwhile.
 - The op profile: traced op time per op type (summed over threads, so it can exceed wall time),
   with the dtypes each type ran in, and op time per dtype.
 
@@ -39,31 +41,7 @@ from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
 from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS  # noqa: E402
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 from benchmark import synthetic_batch  # noqa: E402  (scripts/ is on sys.path when run)
-
-
-def gemm_peak(n=2048, repeats=5):
-    """FLOP/s of an n x n float32 matmul: numpy (its BLAS) and TF (its kernel), best of repeats."""
-    a = np.random.RandomState(0).rand(n, n).astype(np.float32)
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        np.dot(a, a)
-        best = min(best, time.perf_counter() - started)
-    numpy_rate = 2.0 * n ** 3 / best
-    graph = tf.Graph()
-    with graph.as_default():
-        # A variable, not a constant: grappler would fold a product of constants away.
-        x = tf.get_variable("gemm_input", initializer=a)
-        product = tf.reduce_sum(tf.matmul(x, x))  # a scalar out: no copy back to numpy
-        with tf.Session() as session:
-            session.run(x.initializer)
-            session.run(product)
-            best = float("inf")
-            for _ in range(repeats):
-                started = time.perf_counter()
-                session.run(product)
-                best = min(best, time.perf_counter() - started)
-    return numpy_rate, 2.0 * n ** 3 / best
+from gemm_peak import measure_in_subprocess  # noqa: E402
 
 
 class Step(object):
@@ -169,27 +147,38 @@ def main(argv=None):
     parser.add_argument("--precision", choices=PRECISIONS, default="float32",
                         help="MultiGpuModel's precision policy for every configuration "
                              "(the GEMM peak stays float32's)")
+    parser.add_argument("--peak-repeats", type=int, default=5,
+                        help="timed GEMMs per size and library for the peak")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
-    numpy_peak, tf_peak = gemm_peak()
+    before = measure_in_subprocess(tensorflow=True, repeats=args.peak_repeats)
     steps = ([Step(b, precision=args.precision) for b in args.batch]
              + ([Step(args.batch[0], xla=True, precision=args.precision)] if args.xla else []))
     for rep in range(args.reps):
         shift = rep % len(steps)
         for step in steps[shift:] + steps[:shift]:
             step.time(args.steps)
-    numpy_peak_after, tf_peak_after = gemm_peak()  # the load may have changed meanwhile
-    # The practical peak: the best GEMM rate the machine gave this process during the run.
-    peak = max(numpy_peak, tf_peak, numpy_peak_after, tf_peak_after)
-    report = {"gemm_flops_per_s": {"numpy": numpy_peak, "tensorflow": tf_peak,
-                                   "numpy_after": numpy_peak_after,
-                                   "tensorflow_after": tf_peak_after, "peak": peak},
+    # The load may have changed meanwhile.
+    after = measure_in_subprocess(tensorflow=True, repeats=args.peak_repeats)
+    best = {key: max(result[library].values()) for result, suffix in ((before, ""),
+                                                                        (after, "_after"))
+            for library, key in (("numpy", "numpy" + suffix),
+                                 ("tensorflow", "tensorflow" + suffix))}
+    peak = max(best.values())
+    idle = [share for share in (before["others_share"], after["others_share"])
+            if share is not None]
+    report = {"gemm_flops_per_s": dict(best, peak=peak),
+              "gemm_others_share": max(idle) if idle else None,
+              "gemm_by_size": {"before": before, "after": after},
               "precision": args.precision, "configurations": {}, "machine": {
                   "cpus": os.cpu_count(), "python": platform.python_version(),
                   "tensorflow": ".".join(map(str, TF_VERSION)),
                   "processor": platform.processor() or platform.machine()}}
     print("float32 GEMM peak: numpy %.1f GFLOP/s, TF %.1f GFLOP/s (after the steps: %.1f, %.1f)"
-          % (numpy_peak / 1e9, tf_peak / 1e9, numpy_peak_after / 1e9, tf_peak_after / 1e9))
+          % tuple(best[key] / 1e9 for key in ("numpy", "tensorflow", "numpy_after",
+                                              "tensorflow_after")))
+    print("  each measured in a process of its own; other processes used %s of the CPU time "
+          "meanwhile" % ("?" if not idle else "%.1f %%" % (100 * max(idle))))
     for step in steps:
         metadata = step.trace()
         counted, lstm = step.flops(metadata)

@@ -63,11 +63,17 @@ def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
     out = str(tmp_path / "eff.json")
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", "step_efficiency.py"), "--batch", "4",
-         "--reps", "1", "--steps", "1", "--top", "5", "--json", out],
+         "--reps", "1", "--steps", "1", "--top", "5", "--peak-repeats", "1", "--json", out],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=HANG_GUARD)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.load(open(out))
     assert report["gemm_flops_per_s"]["numpy"] > 1e8 and report["gemm_flops_per_s"]["tensorflow"] > 1e8
+    # The peaks come from processes of their own, with the BLAS overrides cleared for them.
+    for when in ("before", "after"):
+        measured = report["gemm_by_size"][when]
+        assert measured["blas_overrides_seen"] == [] and 0 <= measured["others_share"] <= 1
+    assert report["gemm_flops_per_s"]["numpy_after"] == max(
+        report["gemm_by_size"]["after"]["numpy"].values())
     figures = report["configurations"]["batch4"]
     # Batch 4 of 32x100 images: about a GFLOP counted (convolutions dominate), the LSTM apart.
     assert 1e8 < figures["profiler_flops"] < 1e10
@@ -111,3 +117,32 @@ def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
     assert "Conv2DBackpropFilter" in figures["op_micros_by_type"]
     assert "% of the float32 GEMM peak" in result.stdout
     assert report["precision"] == "float32" and "float32" in figures["op_micros_by_dtype"]
+
+
+def test_gemm_peak_runs_in_a_clean_process_of_its_own(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import gemm_peak
+    # Only the BLAS overrides leave the measuring process's environment.
+    env = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512", "PATH": "/bin", "X": "1"}
+    assert gemm_peak.clean_environment(env) == {"PATH": "/bin", "X": "1"}
+    assert env["OPENBLAS_CORETYPE"] == "Haswell"  # the caller's environment stays as it was
+    out = str(tmp_path / "peak.json")
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "gemm_peak.py"), "--repeats", "1",
+         "--json", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        universal_newlines=True, timeout=HANG_GUARD)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.load(open(out))
+    assert report["blas_overrides_seen"] == []
+    assert report["blas_overrides_cleared"] == [
+        name for name in gemm_peak.BLAS_OVERRIDES if name in os.environ]
+    rates = report["numpy"]
+    assert sorted(int(n) for n in rates) == list(gemm_peak.SIZES) and "tensorflow" not in report
+    assert report["peak"] == max(rates.values()) > 1e8
+    # The printed table gives the same figures, to their rounding.
+    printed = re.search(r"peak ([\d.]+) GFLOP/s; other processes used ([\d.]+) %",
+                        result.stdout).groups()
+    assert abs(float(printed[0]) - report["peak"] / 1e9) <= 0.05 + 1e-9
+    assert abs(float(printed[1]) - 100 * report["others_share"]) <= 0.05 + 1e-9
+    for n, rate in rates.items():
+        assert "%s: %.1f" % (n, rate / 1e9) in result.stdout
