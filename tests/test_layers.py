@@ -82,7 +82,9 @@ def test_batch_norm_training_inference_and_update(graph):
         yi = sess.run(y)  # default: inference mode, uses the moving stats
         np.testing.assert_allclose(yi, (xv - old_mean) / np.sqrt(old_var + 1e-5),
                                    rtol=1e-4, atol=1e-4)
-        sess.run(updates)
+        sess.run(updates)  # inference mode: the moving statistics stay
+        np.testing.assert_array_equal(sess.run([mm, mv]), [old_mean, old_var])
+        sess.run(updates, {training: True})
         new_mean, new_var = sess.run([mm, mv])
     np.testing.assert_allclose(new_mean - old_mean, 0.1 * (batch_mean - old_mean),
                                rtol=1e-4, atol=1e-5)

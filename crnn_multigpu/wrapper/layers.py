@@ -66,16 +66,20 @@ def conv2d(x, filters, kernel=(3, 3), strides=(1, 1), padding="SAME", use_bias=T
 def batch_norm(x, training, momentum=0.9, epsilon=1e-5, sync=False, name="bn"):
     """Batch normalisation over all axes but the last.
 
-    ``training`` is a boolean scalar tensor. Batch statistics are always
-    computed and blended with the moving ones through a 0/1 float mask instead
-    of ``tf.cond`` (whose TF1/TF2 implementations differ). The moving-average
-    updates ``moving -= (1 - momentum) * (moving - batch_stat)`` are added to
-    ``tf.GraphKeys.UPDATE_OPS`` and are NOT run implicitly: whoever builds the
-    train op runs them (once per step).
+    ``training`` is a boolean scalar tensor (or a Python bool). It picks, with ``tf.cond``,
+    one fused kernel (``tf.nn.fused_batch_norm``): batch statistics in training, the moving
+    ones otherwise. One fused pass and its fused gradient cost a fraction of the half-dozen
+    element-wise passes that ``tf.nn.moments`` + ``tf.nn.batch_normalization`` and their
+    gradients make. The moving-average updates ``moving -= (1 - momentum) * (moving -
+    batch_stat)`` (``batch_stat`` the biased batch variance, as ``tf.nn.moments`` gives; with
+    ``training`` false they change nothing) are added to ``tf.GraphKeys.UPDATE_OPS`` and are
+    NOT run implicitly: whoever builds the train op runs them (once per step).
 
     ``sync=True``: inside a tower wrapper the batch moments are those of the whole global
     batch, not of this tower's shard (see ``_global_moments``); the moving statistics (tower 0's
     updates) then follow the global moments too. Alone, or with one tower, it changes nothing.
+    The global moments enter the normalisation through a 0/1 float mask, not ``tf.cond``: the
+    cross-tower sum must run in every tower of the step, outside any branch.
 
     Moments and normalisation are computed in float32 whatever ``x``'s dtype (a
     float16 sum of squares overflows, bfloat16's 8-bit mantissa makes the variance
@@ -97,13 +101,16 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, sync=False, name="bn"):
         moving_var = tf.get_variable("moving_variance", [channels], tf.float32,
                                      initializer=tf.ones_initializer(), **stats)
         x32 = _to(x, tf.float32)
+        training = tf.convert_to_tensor(training, tf.bool)
         if sync and current_tower().count > 1:
             batch_mean, batch_var = _global_moments(x32, axes, moving_mean)
+            t = tf.cast(training, tf.float32)
+            y = tf.nn.batch_normalization(x32, t * batch_mean + (1.0 - t) * moving_mean,
+                                          t * batch_var + (1.0 - t) * moving_var,
+                                          _to(beta, tf.float32), _to(gamma, tf.float32), epsilon)
         else:
-            batch_mean, batch_var = tf.nn.moments(x32, axes)
-        t = tf.cast(training, tf.float32)
-        mean = t * batch_mean + (1.0 - t) * moving_mean
-        var = t * batch_var + (1.0 - t) * moving_var
+            y, batch_mean, batch_var = _fused_batch_norm(x32, training, gamma, beta, moving_mean,
+                                                         moving_var, epsilon)
         decay = 1.0 - momentum
         update_mean = tf.assign_sub(moving_mean, decay * (moving_mean - batch_mean),
                                     name="update_moving_mean")
@@ -111,9 +118,34 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, sync=False, name="bn"):
                                    name="update_moving_variance")
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_mean)
         tf.add_to_collection(tf.GraphKeys.UPDATE_OPS, update_var)
-        y = tf.nn.batch_normalization(x32, mean, var, _to(beta, tf.float32),
-                                      _to(gamma, tf.float32), epsilon)
         return _to(y, x.dtype.base_dtype)
+
+
+def _fused_batch_norm(x, training, gamma, beta, moving_mean, moving_var, epsilon):
+    """Normalised ``x`` (float32, any rank) and the statistics used: the batch's in training
+    (mean and biased variance), the moving ones otherwise; one fused kernel either way."""
+    channels = int(x.shape[-1])
+    # The fused kernel takes NHWC only; any other rank is viewed as [N, 1, 1, C].
+    x4 = x if x.shape.ndims == 4 else tf.reshape(x, [-1, 1, 1, channels])
+    gamma, beta = _to(gamma, tf.float32), _to(beta, tf.float32)
+
+    def batch_statistics():
+        y, mean, unbiased = tf.nn.fused_batch_norm(x4, gamma, beta, epsilon=epsilon,
+                                                   is_training=True)[:3]
+        # The kernel hands back the variance with Bessel's correction; the moving average
+        # follows the biased one, as tf.nn.moments and the synchronised moments give it.
+        count = tf.cast(tf.reduce_prod(tf.shape(x4)[:-1]), tf.float32)
+        return y, mean, unbiased * (tf.maximum(count - 1.0, 0.0) / count)
+
+    def moving_statistics():
+        y = tf.nn.fused_batch_norm(x4, gamma, beta, mean=moving_mean, variance=moving_var,
+                                   epsilon=epsilon, is_training=False)[0]
+        return y, tf.identity(moving_mean), tf.identity(moving_var)
+
+    y, mean, variance = tf.cond(training, batch_statistics, moving_statistics)
+    y = tf.reshape(y, tf.shape(x)) if x4 is not x else y
+    y.set_shape(x.shape)
+    return y, mean, variance
 
 
 def _global_moments(x, axes, shift):
