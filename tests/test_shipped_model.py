@@ -51,6 +51,21 @@ def test_shipped_model_reads_plain_words_in_dejavu_faces(name, spelt):
     assert right >= 0.9 * len(truths), list(zip(texts, truths))
 
 
+def test_images_read_the_same_in_width_sorted_batches_as_alone():
+    recognizer = Recognizer(SHIPPED_MODELS["text"])
+    # Widths from a short word to a long phrase, in no order, with a blank image among them.
+    texts = ["exit", "Monday coffee", "OPEN", "a library window", "2048", "Route66 garden summer"]
+    arrays = [load_image(draw_word(text, FACES[0])) for text in texts]
+    arrays.insert(3, load_image(Image.new("L", (60, 40), 235)))
+    together, together_log_probs = recognizer.recognize_arrays(arrays, batch_size=3)
+    alone = [recognizer.recognize_arrays([array], batch_size=1) for array in arrays]
+    assert together == [read[0][0] for read in alone]
+    assert together[3] == "" and together[:3] + together[4:] == texts
+    # The padding reaches only the last frames' receptive fields: a little probability.
+    for log_prob, (_, (single,)) in zip(together_log_probs, alone):
+        assert log_prob == pytest.approx(single, abs=0.01)
+
+
 @pytest.mark.parametrize("flags, read", [([], "Welcome"), (["--model", "words"], "welcome")])
 def test_predict_uses_a_shipped_model_without_checkpoint(tmp_path, flags, read):
     path = str(tmp_path / "word.png")

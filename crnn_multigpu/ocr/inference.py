@@ -190,8 +190,12 @@ class Recognizer(object):
         """Recognise normalised image arrays ([32, w] from ``load_image``).
 
         An image without contrast (blank: ``load_image`` makes it all zero) reads as the empty
-        text with log probability 0 without running the model, which would guess at it."""
-        inked = [index for index, array in enumerate(arrays) if array.max() > 0]
+        text with log probability 0 without running the model, which would guess at it.
+        Images of similar width share a batch (results in the given order): a batch pads to its
+        widest image, which costs time and moves a reading's log probability a little (the
+        padding reaches the receptive fields of the last frames)."""
+        inked = sorted((index for index, array in enumerate(arrays) if array.max() > 0),
+                       key=lambda index: arrays[index].shape[1])
         texts, log_probs = [""] * len(arrays), [0.0] * len(arrays)
         for start in range(0, len(inked), batch_size):
             chunk = inked[start:start + batch_size]
@@ -233,6 +237,11 @@ class Recognizer(object):
         self.session.close()
 
 
+# Measured on 300 and 110 dpi manual pages (50 lines, 13-1282 px wide at height 32): batches of
+# 8 width-sorted lines read a page in 0.4 of the time one width-sorted batch of 64 takes.
+PAGE_LINES_PER_BATCH = 8
+
+
 def read_page_lines(recognizer, image):
     """``(page, boxes, texts)`` of a page image (PIL, any mode): the page turned straight
     (:func:`crnn_multigpu.ocr.page_layout.deskew`), its columns found, the lines of each found and
@@ -249,11 +258,6 @@ def read_page_lines(recognizer, image):
                                   row=box.row + first_row) for box in column_boxes)
         crops.extend(column_crops)
     arrays = [load_image(crop, recognizer.height) for crop in crops]
-    # Lines of similar width share a batch: less padding, same results.
-    order = sorted(range(len(arrays)), key=lambda i: arrays[i].shape[1])
-    texts = [""] * len(arrays)
-    if arrays:
-        read = recognizer.recognize_arrays([arrays[i] for i in order])[0]
-        for index, text in zip(order, read):
-            texts[index] = text
+    # A page's lines run from one word to the full measure: small batches of similar widths.
+    texts = recognizer.recognize_arrays(arrays, batch_size=PAGE_LINES_PER_BATCH)[0]
     return page, boxes, texts
