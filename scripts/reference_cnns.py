@@ -1,22 +1,26 @@
-"""VGG16 and ResNet-50 built from the project's layers, as single-device tower models.
+"""VGG16, ResNet-50 and AlexNet built from the project's layers, as single-device tower models.
 
 They exist to check ``scripts/transfer_model.py`` against published multi-GPU figures
 (tf_cnn_benchmarks on ImageNet shapes), so they follow the published architectures
 (Simonyan & Zisserman 2014, configuration D; He et al. 2015, ResNet-50 v1 with bottleneck
-blocks) in their variables and arithmetic. They are never trained here: every shape is static
-(``batch`` examples of 224 x 224 x 3) so that TensorFlow's profiler can count their FLOPs.
+blocks; Krizhevsky et al. 2012 as tf_cnn_benchmarks sizes it) in their variables and
+arithmetic. They are never trained here: every shape is static (``batch`` examples of
+224 x 224 x 3, AlexNet 227 x 227 x 3) so that TensorFlow's profiler can count their FLOPs.
 """
 from crnn_multigpu.wrapper import layers
 from crnn_multigpu.compat import tf
 
-IMAGE_SIZE, CLASSES = 224, 1000
+CLASSES = 1000
 
 
 class _ImageClassifier(object):
-    """Placeholders, softmax loss and the tower-model interface shared by both networks."""
+    """Placeholders, softmax loss and the tower-model interface shared by the networks."""
+
+    IMAGE_SIZE = 224
 
     def __init__(self, batch=64):
-        self.images = tf.placeholder(tf.float32, [batch, IMAGE_SIZE, IMAGE_SIZE, 3], name="images")
+        size = self.IMAGE_SIZE
+        self.images = tf.placeholder(tf.float32, [batch, size, size, 3], name="images")
         self.labels = tf.placeholder(tf.int32, [batch], name="labels")
         self.training = tf.placeholder_with_default(True, [], name="training")
         logits = self.logits(self.images)
@@ -72,3 +76,29 @@ class ResNet50(_ImageClassifier):
                                      "res%d_%d" % (stage + 2, block + 1))
         x = tf.reduce_mean(x, axis=[1, 2])
         return layers.dense(x, CLASSES, name="fc1000")
+
+
+class AlexNet(_ImageClassifier):
+    """AlexNet in one tower as tf_cnn_benchmarks sizes it: 5 convolutions with biases, 3 dense
+    layers; 61.8 M parameters, 54.5 M of them in fc6 and fc7.
+
+    Inputs are 227 x 227 so that the first 11 x 11 stride-4 convolution without padding gives
+    55 x 55; pools are 3 x 3, stride 2, unpadded. Dropout is left out: it has no variables and
+    next to no arithmetic, so it changes neither the bytes nor the FLOPs counted.
+    """
+
+    IMAGE_SIZE = 227
+    CONVOLUTIONS = ((64, 11, 4, "VALID"), (192, 5, 1, "SAME"), (384, 3, 1, "SAME"),
+                    (384, 3, 1, "SAME"), (256, 3, 1, "SAME"))
+    POOLED_AFTER = (0, 1, 4)
+
+    def logits(self, x):
+        for index, (filters, kernel, stride, padding) in enumerate(self.CONVOLUTIONS):
+            x = tf.nn.relu(layers.conv2d(x, filters, kernel, strides=stride, padding=padding,
+                                         name="conv%d" % (index + 1)))
+            if index in self.POOLED_AFTER:
+                x = layers.max_pool(x, (3, 3), strides=(2, 2))
+        x = tf.reshape(x, [int(x.shape[0]), -1])
+        x = tf.nn.relu(layers.dense(x, 4096, name="fc6"))
+        x = tf.nn.relu(layers.dense(x, 4096, name="fc7"))
+        return layers.dense(x, CLASSES, name="fc8")

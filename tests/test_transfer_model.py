@@ -1,4 +1,5 @@
-"""The byte counter behind scripts/transfer_model.py (scripts/transfers.py).
+"""The byte counter behind scripts/transfer_model.py (scripts/transfers.py), and the model's
+validation: the perfect-scaling baseline, the published cases, the routing of NCCL's ring.
 
 The tiny linear model has a 3x2 kernel and a 2-vector bias (32 bytes of float32): with the
 variables on the host, each tower reads both and sends back both gradients, plus its loss and
@@ -15,7 +16,9 @@ from toy_models import IN_DIM, OUT_DIM, Linear, make_batch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "scripts"))
+import transfer_model  # noqa: E402
 import transfers  # noqa: E402
+from hardware import PLATFORMS, VALIDATION_RUNS  # noqa: E402
 
 VARIABLE_BYTES = (IN_DIM * OUT_DIM + OUT_DIM) * 4
 SCALARS = 2 * 4  # the tower's loss and its example count
@@ -74,3 +77,55 @@ def test_the_count_matches_the_send_ops_tensorflow_inserts(make_session):
         links[key] = links.get(key, 0) + tensor.shape.num_elements() * tensor.dtype.size
     counted = transfers.bytes_by_link(transfers.cross_device_transfers(wrapper.objective))
     assert counted == links
+
+
+# -- the validation against published runs (scripts/transfer_model.py, scripts/hardware.py) --
+
+
+def test_perfect_scaling_is_the_model_without_communication():
+    # The baseline says 8x; the model with no transfers says the same, and with transfers that
+    # grow from 1 to 8 GPUs it says less. The error of the baseline is read off the 1-GPU
+    # figure alone: 8 x images/s on one GPU against the published 8-GPU images/s.
+    for run in VALIDATION_RUNS:
+        free = transfer_model.check_run(run, 0.0, 0.0, 0.1, 0.1)
+        assert free.baseline == 8.0 and abs(free.model_a - 8.0) < 1e-9
+        assert abs(transfer_model.error(free.baseline, free.published)
+                   - (8 * run.images_1 / run.images_8 - 1)) < 1e-9
+        step = run.batch / run.images_1  # the published 1-GPU step: its compute + 1 ms
+        busy = transfer_model.check_run(run, 0.001, 0.01, 0.1, 0.12)
+        assert abs(busy.model_a - 8 * step / (step - 0.001 + 0.01)) < 1e-9
+        assert abs(busy.model_b - 8 * 0.1 / 0.12) < 1e-9
+
+
+def test_the_published_cases_include_poor_scaling_and_count_each_once():
+    misses = [run.label for run in VALIDATION_RUNS
+              if 8 * run.images_1 / run.images_8 - 1 > transfer_model.TOLERANCE]
+    assert len(misses) >= 3, misses  # VGG16 b32 and AlexNet on the DGX-1, VGG16 on GCE
+    assert len(misses) < len(VALIDATION_RUNS)  # and cases where it holds
+    published = [(run.images_1, run.images_8) for run in VALIDATION_RUNS]
+    assert len(set(published)) == len(published), "a published case is counted twice"
+    assert all(run.platform in PLATFORMS for run in VALIDATION_RUNS)
+
+
+def test_nccl_1_ring_on_the_dgx1_crosses_pcie_where_no_nvlink_joins_neighbours():
+    # One ring in device order 0..7: hops 3 -> 4 and 7 -> 0 have no NVLink, so the ring runs at
+    # PCIe speed; on the pooled platform (every pair linked) it runs at NVLink speed.
+    gradient = 1e9
+    analysis = transfer_model.Analysis(None, 0, [gradient], None)
+    flows = transfer_model.replicated_nccl(analysis, 8)
+    per_gpu = 2 * 7 / 8 * gradient
+    ring = PLATFORMS["DGX-1 P100, NCCL 1 ring"]
+    pooled = PLATFORMS["DGX-1 P100"]
+    assert abs(transfer_model.communication_seconds(flows, ring) - per_gpu / ring.pcie) < 1e-9
+    assert abs(transfer_model.communication_seconds(flows, pooled)
+               - per_gpu / pooled.nvlink) < 1e-9
+
+
+def test_replicated_copy_sums_each_gradient_on_one_gpu_and_copies_the_sum_back():
+    analysis = transfer_model.Analysis(None, 0, [10, 20, 30], None)
+    # Gradient k is summed on GPU k mod 3; the others send theirs there and get the sum back.
+    expected = [(0, 1, 10), (0, 2, 10), (1, 0, 10), (2, 0, 10),
+                (0, 1, 20), (1, 0, 20), (1, 2, 20), (2, 1, 20),
+                (0, 2, 30), (1, 2, 30), (2, 0, 30), (2, 1, 30)]
+    assert sorted(transfer_model.replicated_copy(analysis, 3)) == sorted(expected)
+    assert transfer_model.replicated_copy(analysis, 1) == []
