@@ -11,7 +11,7 @@ tower and the gradients crossing back.
 The prediction uses only what this script measures on this machine before or beside the steps:
 
 - the link: a tensor read across two server processes of the same runtime, at two sizes and
-  in both directions. Per direction, the bandwidth of one flow is the slope between the sizes
+  in both directions, a few times in every round of steps. Per direction, the bandwidth of one flow is the slope between the sizes
   and the CPU time per byte (all of the run's processes, from /proc) the slope of their CPU
   seconds; the latency is what the small read across costs beyond the same read within a task;
 - the compute of one worker alone: the step of "1 worker, variables on it", which crosses no
@@ -33,7 +33,7 @@ tower's two directions add). The perfect-scaling baseline says N towers step as 
 of interleaved rounds), both predictions and their errors, the CPU the step used, and how busy
 the machine was meanwhile. Usage::
 
-    .venv/bin/python scripts/cluster_scaling.py                   # about 2 minutes idle
+    .venv/bin/python scripts/cluster_scaling.py                   # 75-82 s on the idle 2-core machine
     .venv/bin/python scripts/cluster_scaling.py --workers 2 --rows 64 --cols 64 --rounds 1
 """
 import argparse
@@ -62,6 +62,7 @@ from peer_benchmark import cpu_window, load_average, others_share, read_proc_sta
 TOLERANCE = 0.15
 START_TIMEOUT = 600  # seconds for a server to import TensorFlow and listen (a busy machine)
 SMALL_BYTES = 4
+LINK_READS = 3  # reads of each kind per round
 
 # hub: the job whose task 0 holds the variables.
 Configuration = collections.namedtuple("Configuration", "name workers hub")
@@ -250,48 +251,56 @@ def snapshot(pids):
 
 # -- measuring --------------------------------------------------------------------------
 
-def timed_runs(session, fetch, pids, repeats, warmup=2):
-    """``(median wall seconds, CPU seconds per run of pids)`` of ``session.run(fetch)``."""
-    for _ in range(warmup):
-        session.run(fetch)
-    times, cpu = [], cpu_seconds_of(pids)
-    for _ in range(repeats):
-        start = time.perf_counter()
-        session.run(fetch)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), (cpu_seconds_of(pids) - cpu) / repeats
-
-
-def measure_links(target, large_bytes, repeats, pids):
-    """Both directions of a ps <-> worker 0 link, and the same small read within one task;
+class LinkProbe(object):
+    """Timed reads across a ps <-> worker 0 link, both directions at two sizes, and the small
+    one within a task; run a few in every round so that they see the machine the steps see.
     ``pids``: the processes whose CPU time counts (this one and the servers)."""
-    sizes = {"small": SMALL_BYTES, "large": large_bytes}
-    ends = {"down": ("/job:ps/task:0/cpu:0", "/job:worker/task:0/cpu:0"),
-            "up": ("/job:worker/task:0/cpu:0", "/job:ps/task:0/cpu:0"),
-            "local": ("/job:worker/task:0/cpu:0", "/job:worker/task:0/cpu:0")}
-    graph = tf.Graph()
-    fetches = {}
-    with graph.as_default():
-        for direction, (source, destination) in ends.items():
-            for size, nbytes in sizes.items():
-                if direction == "local" and size == "large":
-                    continue
-                with tf.device(source):
-                    value = tf.get_variable("%s_%s" % (direction, size), [nbytes // 4],
-                                            tf.float32, initializer=tf.ones_initializer())
-                    value = value.read_value()
-                with tf.device(destination):  # the whole tensor crosses, one number returns
-                    fetches[(direction, size)] = value[0] + 1.0
-        init = tf.global_variables_initializer()
-    session = tf.Session(target, graph=graph, config=session_config(1))
-    try:
-        session.run(init)
-        runs = {key: timed_runs(session, fetch, pids, repeats)
-                for key, fetch in sorted(fetches.items())}
-    finally:
-        close_session(session)
-    return fit_links({k: wall for k, (wall, _) in runs.items()},
-                     {k: cpu for k, (_, cpu) in runs.items()}, SMALL_BYTES, large_bytes)
+
+    def __init__(self, target, large_bytes, pids):
+        self.large_bytes, self.pids = large_bytes, pids
+        sizes = {"small": SMALL_BYTES, "large": large_bytes}
+        ends = {"down": ("/job:ps/task:0/cpu:0", "/job:worker/task:0/cpu:0"),
+                "up": ("/job:worker/task:0/cpu:0", "/job:ps/task:0/cpu:0"),
+                "local": ("/job:worker/task:0/cpu:0", "/job:worker/task:0/cpu:0")}
+        graph = tf.Graph()
+        self.fetches = {}
+        with graph.as_default():
+            for direction, (source, destination) in ends.items():
+                for size, nbytes in sizes.items():
+                    if direction == "local" and size == "large":
+                        continue
+                    with tf.device(source):
+                        value = tf.get_variable("%s_%s" % (direction, size), [nbytes // 4],
+                                                tf.float32, initializer=tf.ones_initializer())
+                        value = value.read_value()
+                    with tf.device(destination):  # the whole tensor crosses, one number back
+                        self.fetches[(direction, size)] = value[0] + 1.0
+            init = tf.global_variables_initializer()
+        self.session = tf.Session(target, graph=graph, config=session_config(1))
+        self.session.run(init)
+        for fetch in self.fetches.values():  # the first run of each registers its graph
+            self.session.run(fetch)
+        self.seconds = collections.defaultdict(list)
+        self.cpu = collections.Counter()
+
+    def run(self, repeats):
+        """Time ``repeats`` reads of each kind."""
+        for key, fetch in sorted(self.fetches.items()):
+            cpu = cpu_seconds_of(self.pids)
+            for _ in range(repeats):
+                start = time.perf_counter()
+                self.session.run(fetch)
+                self.seconds[key].append(time.perf_counter() - start)
+            self.cpu[key] += cpu_seconds_of(self.pids) - cpu
+
+    def links(self):
+        """Links from the median time and the mean CPU time of each kind of read so far."""
+        return fit_links({k: float(np.median(v)) for k, v in self.seconds.items()},
+                         {k: self.cpu[k] / len(v) for k, v in self.seconds.items()},
+                         SMALL_BYTES, self.large_bytes)
+
+    def close(self):
+        close_session(self.session)
 
 
 def batch_of(configuration, batch, rows, cols, seed=0):
@@ -420,12 +429,13 @@ def main(argv=None):
               % (", ".join("%s x %d" % (j, len(a)) for j, a in sorted(cluster.spec.items())),
                  args.rows, args.cols, 4e-6 * args.rows * args.cols, args.batch), flush=True)
         before = snapshot(pids)
-        links = measure_links(target, 4 * args.rows * args.cols, 2 * args.steps + 1, pids)
+        probe = LinkProbe(target, 4 * args.rows * args.cols, pids)
         prepared = [prepare(c, target, model_cls, args.batch, args.rows, args.cols)
                     for c in configurations(args.workers)]
         times = collections.OrderedDict((p.configuration, []) for p in prepared)
         cpu = collections.Counter()
         for round_index in range(args.rounds):
+            probe.run(LINK_READS)
             # Each round starts one configuration later, so slow phases of the machine fall
             # on every configuration alike.
             shift = round_index % len(prepared)
@@ -434,6 +444,8 @@ def main(argv=None):
                 times[item.configuration] += wall
                 cpu[item.configuration] += used
         after = snapshot(pids)
+        links = probe.links()
+        probe.close()
         for item in prepared:
             close_session(item.session)
     loads.append(load_average())
