@@ -413,7 +413,7 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=2048)
     parser.add_argument("--cols", type=int, default=4096)
     parser.add_argument("--batch", type=int, default=16, help="examples per worker")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--rounds", type=int, default=8, help="interleaved rounds")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per round")
     args = parser.parse_args(argv)
     if args.workers < 2:
