@@ -8,7 +8,8 @@ warm-up and allocator state belong to that run only; repetitions are interleaved
 B C D A, ...) so that machine noise falls on every configuration alike.
 
 Configurations: ``tf2_1`` and ``tf2_2`` (MultiGpuModel with 1 tower, and with 2 towers on 2
-virtual CPU devices, TF 2.x from ``.venv``), ``tf1_1`` (1 tower, TF 1.15 from ``.venv-tf1``),
+virtual CPU devices, TF 2.x from ``.venv``), ``tf1_1`` and ``tf1_2`` (the same on TF 1.15 from
+``.venv-tf1``; 2 towers is ``make train``'s setting on either stack),
 ``torch`` (``scripts/torch_twin.py``, PyTorch from ``.venv-torch``; never a package dependency).
 Every process gets the same thread budget (``--threads``, default 2).
 
@@ -50,6 +51,7 @@ CONFIGS = collections.OrderedDict((c.name, c) for c in [
     Config("tf2_1", "tf2", 1, "TF 2.x, 1 tower"),
     Config("tf2_2", "tf2", 2, "TF 2.x, 2 virtual-CPU towers"),
     Config("tf1_1", "tf1", 1, "TF 1.15, 1 tower"),
+    Config("tf1_2", "tf1", 2, "TF 1.15, 2 virtual-CPU towers"),
     Config("torch", "torch", 1, "PyTorch twin"),
 ])
 PEER = "torch"
