@@ -41,7 +41,7 @@ from crnn_multigpu.ocr.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
 from page_check import LINE_RE, WORD_RE as LAYOUT_WORD_RE, page_numbers  # noqa: E402
-from pdf_words import find_words  # noqa: E402
+from pdf_words import MARGIN_PT, find_words, word_crop  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The reserved PDFs (Debian libtasn1-doc, shared-mime-info, python-reportlab-doc) and pages.
@@ -204,7 +204,7 @@ def cut_pdf_words(out, pdfs, count, seed, dpi=110):
     rng = np.random.RandomState(seed)
     picked = sorted((found[i] for i in rng.choice(len(found), min(count, len(found)),
                                                   replace=False)), key=lambda s: s[:2])
-    return crop_boxes(out, "word", picked, dpi, margin=(2.0, 0.5))
+    return crop_boxes(out, "word", picked, dpi, margin=MARGIN_PT)
 
 
 def cut_pdf_lines(out, pdfs, count, seed, dpi=150):
@@ -221,16 +221,14 @@ def cut_pdf_lines(out, pdfs, count, seed, dpi=150):
 
 
 def crop_boxes(out, name, picked, dpi, margin):
-    scale, samples, key, image = dpi / 72.0, [], None, None
+    """``[(path, text)]``: each picked ``(pdf, page, box, text)`` cut from its page rasterised at
+    ``dpi`` (each page once, in order) with ``margin`` points around the box, saved in ``out``."""
+    samples, key, image = [], None, None
     for index, (pdf, page, box, text) in enumerate(picked):
         if (pdf, page) != key:
             image = Image.open(rasterise(pdf, page, dpi, os.path.join(out, "page"))).convert("L")
             key = (pdf, page)
-        x0, y0, x1, y1 = box
-        crop = image.crop((max(0, int((x0 - margin[0]) * scale)),
-                           max(0, int((y0 - margin[1]) * scale)),
-                           min(image.width, int(round((x1 + margin[0]) * scale))),
-                           min(image.height, int(round((y1 + margin[1]) * scale)))))
+        crop = word_crop(image, box, dpi, margin)
         path = os.path.join(out, "%s%05d.png" % (name, index))
         crop.save(path)
         samples.append((path, text))

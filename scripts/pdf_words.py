@@ -108,10 +108,10 @@ def find_words(pdf, page=None):
     return pages, found, words
 
 
-def word_crop(image, box, dpi):
-    """The crop of the word ``box`` (PDF points) from its page ``image`` rasterised at ``dpi``,
-    with the margins ``MARGIN_PT``."""
-    scale, (mx, my) = dpi / 72.0, (m * dpi / 72.0 for m in MARGIN_PT)
+def word_crop(image, box, dpi, margin_pt=MARGIN_PT):
+    """The crop of ``box`` (PDF points; a word's by default) from its page ``image`` rasterised
+    at ``dpi``, with ``margin_pt`` (x, y) points around it, clipped to the page."""
+    scale, (mx, my) = dpi / 72.0, (m * dpi / 72.0 for m in margin_pt)
     x0, y0, x1, y1 = box
     return image.crop((max(0, int(x0 * scale - mx)), max(0, int(y0 * scale - my)),
                        min(image.width, int(round(x1 * scale + mx))),
