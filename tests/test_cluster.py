@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from waiting import HANG_GUARD, wait_until
+from waiting import HANG_GUARD, first_checkpoint, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.cli import server as server_cli
 from crnn_multigpu.runtime.cluster import (chief_target, cluster_towers, free_ports, is_chief,
@@ -454,7 +454,7 @@ def test_a_worker_killed_mid_training_is_one_line_and_the_checkpoint_stays(local
     try:
         with local_cluster.logs_on_failure():
             run_dir = str(tmp_path / "run")
-            wait_until(lambda: latest_checkpoint(run_dir) is not None, proc, log_path,
+            wait_until(lambda: first_checkpoint(run_dir) is not None, proc, log_path,
                        "a first checkpoint")
             dict((name, p) for name, p, _, _ in local_cluster.procs)["worker1"].kill()
             # A state, not a speed: the run ends (within --step-timeout and the final save's).
@@ -509,7 +509,7 @@ def test_ctrl_c_twice_leaves_a_step_hung_on_a_stopped_worker(local_cluster, tiny
     run_dir = str(tmp_path / "run")
     try:
         with local_cluster.logs_on_failure():
-            wait_until(lambda: latest_checkpoint(run_dir) is not None, proc, log_path,
+            wait_until(lambda: first_checkpoint(run_dir) is not None, proc, log_path,
                        "a first checkpoint")
             worker1.send_signal(signal.SIGSTOP)
             proc.send_signal(signal.SIGINT)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from waiting import HANG_GUARD, wait_until
+from waiting import HANG_GUARD, first_checkpoint, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.runtime.checkpoints import CheckpointSaver, latest_checkpoint
 from crnn_multigpu.compat import tf
@@ -83,7 +83,7 @@ def test_sigkill_at_random_moments_then_resume(tiny_dataset, tmp_path):
         try:
             wait_for_step(log_path, process, target)
             if attempt == 0:
-                wait_until(lambda: latest_checkpoint(out) is not None, process, log_path,
+                wait_until(lambda: first_checkpoint(out) is not None, process, log_path,
                            "checkpoint")
         finally:
             process.kill()

@@ -17,3 +17,14 @@ def wait_until(condition, process, log_path, what):
         if time.time() > deadline:
             pytest.fail("no %s after %d s:\n%s" % (what, HANG_GUARD, open(log_path).read()))
         time.sleep(0.02)
+
+
+def first_checkpoint(directory):
+    """The newest intact checkpoint of ``directory``, or None while there is none yet: a first
+    save still being written (its data file there, its index not yet) is a state to wait past,
+    not the damaged directory ``latest_checkpoint`` reports."""
+    from crnn_multigpu.runtime.checkpoints import NoIntactCheckpointError, latest_checkpoint
+    try:
+        return latest_checkpoint(directory)
+    except NoIntactCheckpointError:
+        return None
