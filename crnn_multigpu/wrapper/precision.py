@@ -10,8 +10,10 @@ graph; it decides nothing about placement, so it composes with any placement str
   Gradients flow back through the cast, so they arrive float32 at the master variable.
   Non-trainable variables (moving statistics, counters) are handed over as they are.
 - ``scale_loss(loss)`` / ``unscale(grads_and_vars)``: dynamic loss scaling (float16 only).
-- ``guard(finite, data)``: the op that every state change of a step waits for.
-- ``finish(finite, global_step)``: extra ops of the step (the loss-scale update).
+- ``guard(finite, data)``: a :class:`Gate`, whose ``op`` every state change of a step waits for.
+- ``finish(finite, global_step, gate)``: extra ops of the step (the loss-scale update); ``gate``
+  is what ``guard`` returned (None when the step is not checked), so a policy keeps no state
+  between the two hooks.
 
 Models then compute in the dtype of the variables they read; ``layers`` does so and
 keeps float32 where precision matters (batch-norm moments and normalisation); ``CRNN``
@@ -22,11 +24,17 @@ scale for float16), so it restores into the float32 model for inference.
 Pass a name (``"float32"``, ``"mixed_float16"``, ``"mixed_bfloat16"``) or a policy object
 (e.g. ``MixedFloat16(initial_scale=2.0 ** 10, growth_steps=500)``).
 """
+import collections
 from contextlib import contextmanager
 
 from crnn_multigpu.compat import tf
 
-__all__ = ["Float32", "MixedBFloat16", "MixedFloat16", "get", "NAMES"]
+__all__ = ["Float32", "Gate", "MixedBFloat16", "MixedFloat16", "get", "NAMES"]
+
+# What a policy's guard built: ``op``, the op every state change of the step waits for;
+# ``check``, the assertion that fails the step; ``skipped``, an op alive only in a step that
+# is skipped (None for a policy that never skips).
+Gate = collections.namedtuple("Gate", "op check skipped")
 
 
 class Float32(object):
@@ -57,14 +65,15 @@ class Float32(object):
         return grads_and_vars
 
     def guard(self, finite, data):
-        """The op every state change of the step waits for.
+        """The :class:`Gate` of the step.
 
         Here: an assertion that fails the step, before any variable changes, when
         ``finite`` is false; its error message is ``data``.
         """
-        return tf.Assert(finite, data, name="check_finite")
+        check = tf.Assert(finite, data, name="check_finite")
+        return Gate(op=check, check=check, skipped=None)
 
-    def finish(self, finite, global_step):
+    def finish(self, finite, global_step, gate):
         """Extra ops to run with the step (here: none)."""
         return []
 
@@ -188,16 +197,17 @@ class MixedFloat16(_Mixed):
         return unscaled
 
     def guard(self, finite, data):
-        """Alive (runs) only when ``finite``; fails the step only at the minimum scale."""
+        """A gate alive (its op runs) only when ``finite``; fails the step only at the minimum
+        scale."""
         curable = tf.logical_or(finite, self.scale > self.min_scale)
-        self._check = tf.Assert(curable, data + ["at the minimum loss scale", self.scale],
-                                name="check_finite")
-        with tf.control_dependencies([self._check]):
+        check = tf.Assert(curable, data + ["at the minimum loss scale", self.scale],
+                          name="check_finite")
+        with tf.control_dependencies([check]):
             when_not, when_finite = tf.raw_ops.Switch(data=finite, pred=finite)
-        self._when_not = tf.identity(when_not, name="when_not_finite")
-        return tf.identity(when_finite, name="when_finite").op
+        return Gate(op=tf.identity(when_finite, name="when_finite").op, check=check,
+                    skipped=tf.identity(when_not, name="when_not_finite").op)
 
-    def finish(self, finite, global_step):
+    def finish(self, finite, global_step, gate):
         """Update the scale; on a skipped step advance the global step (the optimizer did not)."""
         with tf.name_scope("loss_scale"), tf.device(self.scale.device):
             good = self.good_steps + 1
@@ -206,10 +216,10 @@ class MixedFloat16(_Mixed):
             new_scale = tf.where(grow, self.scale * 2.0, tf.where(finite, self.scale, halved))
             new_good = tf.where(tf.logical_and(finite, tf.logical_not(grow)), good,
                                 tf.zeros_like(good))
-            with tf.control_dependencies([self._check]):
+            with tf.control_dependencies([gate.check]):
                 update = tf.group(tf.assign(self.scale, new_scale),
                                   tf.assign(self.good_steps, new_good), name="update")
-            with tf.control_dependencies([self._when_not.op]):
+            with tf.control_dependencies([gate.skipped]):
                 advance = tf.assign_add(global_step, 1, name="skip_step").op
         return [update, advance]
 

@@ -283,14 +283,15 @@ class MultiGpuModel(object):
                     groups.append(self._process(grads, clip_norm))
             grads, self.gradient_norm = groups[0]
             # Accumulating: only the step's last micro-batch passes, after the accumulators.
-            guards, finite = self.accumulation.gates(), None
+            guards, finite, gate = self.accumulation.gates(), None, None
             if check_finite:
                 with tf.device(self.variable_device), tf.control_dependencies(guards):
                     # Any tower's NaN reaches every combined list, so the first one tells.
                     finite = grad_ops.all_finite(grads, extra=[self.step_loss])
-                    guards = [self.precision.guard(
+                    gate = self.precision.guard(
                         finite, [NONFINITE_MESSAGE + " at global step", self.global_step,
-                                 "loss", self.step_loss])]
+                                 "loss", self.step_loss])
+                    guards = [gate.op]
             for update in self.update_ops if guards else ():
                 # Update ops were built inside the tower; gate them too, so a bad batch
                 # cannot poison moving statistics either (and, accumulating, they run once
@@ -304,7 +305,8 @@ class MultiGpuModel(object):
                 tf.control_dependencies(guards):
             apply_op = self.optimizer.apply_gradients(every_copy, global_step=self.global_step)
         return tf.group(apply_op, *self.update_ops,
-                        *self.precision.finish(finite, self.global_step), name="objective")
+                        *self.precision.finish(finite, self.global_step, gate),
+                        name="objective")
 
     def _summaries(self):
         summaries = [tf.summary.scalar("train/loss", self.step_loss)]
