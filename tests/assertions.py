@@ -33,26 +33,39 @@ def copies(wrapper, session):
         for i in range(wrapper.n_towers)]
 
 
-def plain_run(model_cls, batches, make_session, optimizer, **model_kwargs):
+def plain_run(model_cls, batches, make_session, optimizer, start=None, counts_steps=False,
+              fetch=None, **model_kwargs):
     """The reference the wrapper must equal: ``model_cls(**model_kwargs)`` alone, in its own
     graph, one ``optimizer()`` step per whole batch (its UPDATE_OPS with each step).
 
+    ``start``: ``{plain name: value}`` loaded over the initial values (the wrapper's own start).
+    ``counts_steps``: the steps advance a global step, handed as ``optimizer(global_step)`` so
+    that a rate schedule counts them. ``fetch(model)``: what to record per batch before its
+    step, by default ``(loss, error)`` (``error`` is the loss for models without one).
+
     Returns ``(variables, before)``: every global variable's value after the last step, by
-    plain name (weights, optimizer slots, moving statistics), and per batch the model's
-    ``(loss, error)`` before its step (``error`` is the loss for models without one).
+    plain name (weights, optimizer slots, moving statistics, the global step), and per batch
+    the fetched values before its step.
     """
     graph = tf.Graph()
     with graph.as_default():
         model = model_cls(**model_kwargs)
+        fetches = fetch(model) if fetch else (model.loss, getattr(model, "error", model.loss))
         with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-            step = optimizer().minimize(model.loss)
+            if counts_steps:
+                global_step = tf.train.get_or_create_global_step()
+                step = optimizer(global_step).minimize(model.loss, global_step=global_step)
+            else:
+                step = optimizer().minimize(model.loss)
         session = make_session(graph)
         session.run(tf.global_variables_initializer())
+        for variable in tf.global_variables():
+            if start and variable.op.name in start:
+                variable.load(start[variable.op.name], session)
         before = []
         for batch in batches:
             feed = model.feed_dict(batch)
-            before.append(tuple(session.run([model.loss, getattr(model, "error", model.loss)],
-                                            feed)))
+            before.append(session.run(fetches, feed))
             session.run(step, feed)
         return {v.op.name: session.run(v) for v in tf.global_variables()}, before
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from assertions import copies, start
+from assertions import copies, plain_run, start
 from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated, SpreadParameterServer
 from crnn_multigpu.wrapper import layers, precision
 from crnn_multigpu.wrapper.accumulation import Accumulation
@@ -57,18 +57,8 @@ def sgd(global_step=None):
     return tf.train.GradientDescentOptimizer(0.1)
 
 
-def plain_run(model_cls, wholes, make_session, optimizer):
-    """The model alone, one step per whole batch: its variables and the loss before each."""
-    graph = tf.Graph()
-    with graph.as_default():
-        model = model_cls()
-        global_step = tf.train.get_or_create_global_step()
-        with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
-            step = optimizer(global_step).minimize(model.loss, global_step=global_step)
-        session = make_session(graph)
-        session.run(tf.global_variables_initializer())
-        losses = [session.run([model.loss, step], model.feed_dict(b))[0] for b in wholes]
-        return {v.op.name: session.run(v) for v in tf.global_variables()}, losses
+def loss_of(model):
+    return model.loss
 
 
 def values(session, variables=None):
@@ -78,7 +68,8 @@ def values(session, variables=None):
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_micro_batches_equal_one_plain_step_on_all_their_examples(make_session, name):
     steps, wholes = micro_batches()
-    expected, expected_losses = plain_run(toys.Linear, wholes, make_session, adam_schedule)
+    expected, expected_losses = plain_run(toys.Linear, wholes, make_session, adam_schedule,
+                                          counts_steps=True, fetch=loss_of)
     wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(3), optimizer=adam_schedule,
                             strategy=STRATEGIES[name](), accumulate_steps=K)
     session = start(wrapper, make_session)
@@ -115,7 +106,8 @@ def test_sgd_steps_are_exact_and_only_the_last_micro_batch_reduces(make_session)
     """SGD moves by the gradient itself, so this compares gradients, not Adam's signs.
     Without the finiteness check, the accumulation's own gate alone holds the step back."""
     steps, wholes = micro_batches(seed=5)
-    expected, _ = plain_run(toys.Linear, wholes, make_session, sgd)
+    expected, _ = plain_run(toys.Linear, wholes, make_session, sgd,
+                            counts_steps=True, fetch=loss_of)
     wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(3), optimizer=sgd(),
                             accumulate_steps=K, check_finite=False)
     session = start(wrapper, make_session)
@@ -135,7 +127,8 @@ def test_sgd_steps_are_exact_and_only_the_last_micro_batch_reduces(make_session)
 def test_embedding_gradients_are_accumulated_densely_and_exactly(make_session):
     steps, wholes = micro_batches(make=toys.make_id_batch)
     assert len(np.unique(wholes[0]["ids"])) < len(wholes[0]["ids"]), "want repeated rows"
-    expected, _ = plain_run(toys.Embedding, wholes, make_session, adam_schedule)
+    expected, _ = plain_run(toys.Embedding, wholes, make_session, adam_schedule,
+                            counts_steps=True, fetch=loss_of)
     wrapper = MultiGpuModel(toys.Embedding, devices=cpu_devices(3), optimizer=adam_schedule,
                             accumulate_steps=K)
     (grad, _), = wrapper.grads_and_vars
@@ -180,7 +173,8 @@ def test_update_ops_run_once_per_optimizer_step_from_the_last_micro_batch(make_s
 @pytest.mark.parametrize("bad_position", [0, K - 1])
 def test_a_nonfinite_micro_batch_skips_the_whole_step(make_session, name, bad_position):
     steps, wholes = micro_batches()
-    expected, _ = plain_run(toys.WithMovingMean, wholes[1:], make_session, adam_schedule)
+    expected, _ = plain_run(toys.WithMovingMean, wholes[1:], make_session, adam_schedule,
+                            counts_steps=True, fetch=loss_of)
     wrapper = MultiGpuModel(toys.WithMovingMean, devices=cpu_devices(3), optimizer=adam_schedule,
                             strategy=STRATEGIES[name](), accumulate_steps=K)
     session = start(wrapper, make_session)
@@ -233,32 +227,19 @@ def dense_batch(n, seed=0, scale=1.0):
 @pytest.mark.parametrize("name", ["ps", "replicated"])
 def test_mixed_float16_unscales_and_an_overflow_skips_the_step(make_session, name):
     steps, wholes = micro_batches(make=dense_batch)
-    initial = {}
     with tf.Graph().as_default():
         Dense()
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
             initial = values(session)
-
-    def fresh(graph_variables, session):
-        for variable in graph_variables:
-            if variable.op.name in initial:
-                variable.load(initial[variable.op.name], session)
-
-    graph = tf.Graph()
-    with graph.as_default():
-        model = Dense()
-        step = sgd().minimize(model.loss)
-        session = make_session(graph)
-        session.run(tf.global_variables_initializer())
-        fresh(tf.global_variables(), session)
-        session.run(step, model.feed_dict(wholes[0]))
-        expected = values(session)
+    expected, _ = plain_run(Dense, wholes[:1], make_session, sgd, start=initial)
     policy = precision.MixedFloat16(initial_scale=2.0 ** 10, growth_steps=100)
     wrapper = MultiGpuModel(Dense, devices=cpu_devices(3), optimizer=sgd(), precision=policy,
                             strategy=STRATEGIES[name](), accumulate_steps=K)
     session = start(wrapper, make_session)
-    fresh(tf.global_variables(), session)
+    for variable in tf.global_variables():
+        if variable.op.name in initial:
+            variable.load(initial[variable.op.name], session)
     session.run(wrapper.post_init_op)
     start_values = values(session)
     for batch, sizes in steps[0]:
@@ -288,7 +269,8 @@ def test_mixed_float16_unscales_and_an_overflow_skips_the_step(make_session, nam
 
 def test_function_style_accumulates(make_session):
     steps, wholes = micro_batches(seed=3)
-    expected, _ = plain_run(toys.Linear, wholes, make_session, sgd)
+    expected, _ = plain_run(toys.Linear, wholes, make_session, sgd,
+                            counts_steps=True, fetch=loss_of)
     x = tf.placeholder(tf.float32, [None, toys.IN_DIM])
     y = tf.placeholder(tf.float32, [None, toys.OUT_DIM])
     kernel, bias = toys.initial_weights()
@@ -328,7 +310,8 @@ def test_trainer_counts_optimizer_steps_and_equals_the_plain_schedule(tmp_path, 
     assert [line.split("] ")[1].split()[1] for line in lines] == ["1/4", "2/4", "3/4", "4/4"]
     wholes = [{k: np.concatenate([source(s * K + m)[k] for m in range(K)])
                for k in ("x", "y")} for s in range(4)]
-    expected, losses = plain_run(toys.Linear, wholes, make_session, adam_schedule)
+    expected, losses = plain_run(toys.Linear, wholes, make_session, adam_schedule,
+                                 counts_steps=True, fetch=loss_of)
     reader = tf.train.load_checkpoint(latest_checkpoint(str(tmp_path / "run")))
     assert reader.get_tensor("global_step") == 4
     assert not any(n.startswith("accumulation") for n in reader.get_variable_to_shape_map())

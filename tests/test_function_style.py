@@ -7,6 +7,7 @@ The model under test is the seed question's own: an MNIST-shaped ``user_model`` 
 import numpy as np
 import pytest
 
+from assertions import plain_run
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import VARIABLE_OP_TYPES, cpu_devices
@@ -55,23 +56,6 @@ def trainable_values(session):
     return {v.op.name: session.run(v) for v in tf.trainable_variables()}
 
 
-def plain_run(start, batches, make_session):
-    """The plain model on whole batches from the weights ``start``: per-step (loss, logits), end weights."""
-    graph = tf.Graph()
-    with graph.as_default():
-        model = SeedModel()
-        step = sgd().minimize(model.loss)
-        session = make_session(graph)
-        session.run(tf.global_variables_initializer())
-        for variable in tf.trainable_variables():
-            variable.load(start[variable.op.name], session)
-        seen = []
-        for batch in batches:
-            seen.append(session.run([model.loss, model.predict], model.feed_dict(batch)))
-            session.run(step, model.feed_dict(batch))
-        return seen, trainable_values(session)
-
-
 def build(style, n_towers):
     """The seed model on ``n_towers`` towers, and a function batch -> feed_dict."""
     if style == "function":
@@ -96,7 +80,8 @@ def test_seed_model_equals_plain_model_on_the_whole_batch(make_session, style, n
     session.run(tf.global_variables_initializer())
     start = trainable_values(session)
     batches = [mnist_batch(batch_size, seed) for seed in (1, 2)]
-    expected, expected_end = plain_run(start, batches, make_session)
+    expected_end, expected = plain_run(SeedModel, batches, make_session, sgd, start=start,
+                                       fetch=lambda model: (model.loss, model.predict))
     for batch, (plain_loss, plain_logits) in zip(batches, expected):
         if style == "function":
             # Whole-batch predictions in batch order; only the inputs need feeding.
