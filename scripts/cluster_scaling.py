@@ -38,10 +38,7 @@ the machine was meanwhile. Usage::
 """
 import argparse
 import collections
-import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -55,6 +52,7 @@ sys.path.insert(0, ROOT)
 import transfers  # noqa: E402  (beside this script)
 from crnn_multigpu.compat import tf  # noqa: E402
 from crnn_multigpu.runtime.cluster import chief_target, free_ports  # noqa: E402
+from crnn_multigpu.runtime.local_servers import LocalServers  # noqa: E402
 from crnn_multigpu.wrapper.devices import close_session, session_config  # noqa: E402
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 from peer_benchmark import cpu_window, load_average, others_share, read_proc_stat  # noqa: E402
@@ -172,61 +170,11 @@ def predict_step(compute, compute_cpu, links, down_bytes, up_bytes, towers, remo
 
 # -- the cluster ------------------------------------------------------------------------
 
-class LocalCluster(object):
-    """A ps task and ``workers`` worker tasks as ``crnn-server`` processes on 127.0.0.1."""
-
-    def __init__(self, workers, directory):
-        ports = free_ports(workers + 1)
-        self.spec = {"worker": ["127.0.0.1:%d" % p for p in ports[:workers]],
-                     "ps": ["127.0.0.1:%d" % ports[-1]]}
-        self.directory = directory
-        self.procs = []
-
-    def __enter__(self):
-        path = os.path.join(self.directory, "cluster.json")
-        with open(path, "w") as stream:
-            json.dump(self.spec, stream)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        env.pop("TF_CONFIG", None)
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        for job in sorted(self.spec):
-            for task in range(len(self.spec[job])):
-                log = os.path.join(self.directory, "%s%d.log" % (job, task))
-                with open(log, "wb") as stream:
-                    proc = subprocess.Popen(
-                        [sys.executable, "-m", "crnn_multigpu.cli.server", "--cluster", path,
-                         "--job", job, "--task", str(task)],
-                        cwd=self.directory, env=env, stdout=stream, stderr=subprocess.STDOUT)
-                self.procs.append((proc, log))
-        try:
-            self._wait_until_serving()
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def _wait_until_serving(self):
-        deadline = time.time() + START_TIMEOUT
-        for proc, log in self.procs:
-            while "serving /job:" not in open(log).read():
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("a server did not start:\n" + open(log).read()[-2000:])
-                time.sleep(0.1)
-
-    def pids(self):
-        return [proc.pid for proc, _ in self.procs]
-
-    def __exit__(self, *exc):
-        for proc, _ in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc, _ in self.procs:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+def loopback_cluster(workers):
+    """A ps task and ``workers`` worker tasks on fresh 127.0.0.1 ports."""
+    ports = free_ports(workers + 1)
+    return {"worker": ["127.0.0.1:%d" % port for port in ports[:workers]],
+            "ps": ["127.0.0.1:%d" % ports[-1]]}
 
 
 def cpu_seconds_of(pids):
@@ -422,11 +370,11 @@ def main(argv=None):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     loads = [load_average()]
     with tempfile.TemporaryDirectory() as directory, \
-            LocalCluster(args.workers, directory) as cluster:
-        target = chief_target(cluster.spec)
+            LocalServers(loopback_cluster(args.workers), directory, START_TIMEOUT) as cluster:
+        target = chief_target(cluster.cluster)
         pids = [os.getpid()] + cluster.pids()
         print("cluster on loopback: %s; w is %d x %d float32 (%.1f MB), %d examples per worker"
-              % (", ".join("%s x %d" % (j, len(a)) for j, a in sorted(cluster.spec.items())),
+              % (", ".join("%s x %d" % (j, len(a)) for j, a in sorted(cluster.cluster.items())),
                  args.rows, args.cols, 4e-6 * args.rows * args.cols, args.batch), flush=True)
         before = snapshot(pids)
         probe = LinkProbe(target, 4 * args.rows * args.cols, pids)

@@ -1,22 +1,23 @@
 """The tower wrapper on TensorFlow's gRPC runtime: cluster files, servers, exact updates."""
-import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 import toy_models as toys
+from assertions import plain_run
 from waiting import HANG_GUARD, first_checkpoint, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.cli import server as server_cli
 from crnn_multigpu.runtime.cluster import (chief_target, cluster_towers, free_ports, is_chief,
-                                   load_cluster, start_server, task_from_env, wait_for_tasks)
+                                           load_cluster, start_server, task_from_env,
+                                           wait_for_tasks)
+from crnn_multigpu.runtime.local_servers import LocalServers, ServerFailed
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import session_config
 
@@ -193,6 +194,16 @@ def test_server_with_bad_cluster_file_exits_2_with_one_line(tmp_path):
     assert "Traceback" not in err and done.stdout == b""
 
 
+def test_local_servers_report_a_server_that_exits_before_serving(tmp_path):
+    servers = LocalServers({"worker": ["127.0.0.1:notaport"]}, tmp_path, START_TIMEOUT,
+                           STOP_TIMEOUT)
+    servers.start("worker", 0)
+    with pytest.raises(ServerFailed, match="server worker0 exited with 2 before serving") as failed:
+        servers.wait_until_serving()
+    assert "not an integer" in str(failed.value)  # the server's own error line, from its log
+    assert servers.stop() == [2]
+
+
 # -- bounded waits for tasks that do not answer ---------------------------------
 
 
@@ -263,98 +274,14 @@ def test_ctrl_c_stops_a_client_waiting_for_its_cluster(tmp_path, tiny_dataset):
 # -- the real thing: servers in other processes -----------------------------
 
 
-class Servers(object):
-    """``crnn-server`` processes of one cluster, with their logs in files."""
-
-    def __init__(self, tmp_path, cluster):
-        self.cluster, self.tmp_path = cluster, tmp_path
-        self.cluster_file = write_json(tmp_path / "cluster.json", cluster)
-        self.procs = []  # (name, Popen, stdout path, stderr path)
-
-    def start(self, job, task):
-        name = "%s%d" % (job, task)
-        out, err = self.tmp_path / (name + ".out"), self.tmp_path / (name + ".err")
-        with open(str(out), "wb") as stdout, open(str(err), "wb") as stderr:
-            proc = subprocess.Popen([sys.executable, "-m", "crnn_multigpu.cli.server", "--cluster",
-                                     self.cluster_file, "--job", job, "--task", str(task)],
-                                    cwd=str(self.tmp_path), env=server_env(),
-                                    stdout=stdout, stderr=stderr)
-        self.procs.append((name, proc, out, err))
-
-    def logs(self):
-        parts = []
-        for name, proc, out, err in self.procs:
-            for path in (out, err):
-                text = path.read_text() if path.exists() else ""
-                parts.append("---- %s (exit %s) %s ----\n%s" % (name, proc.poll(), path.name,
-                                                                 text[-4000:]))
-        return "\n".join(parts)
-
-    def wait_until_serving(self, timeout=START_TIMEOUT):
-        deadline = time.time() + timeout
-        waiting = list(self.procs)
-        while waiting:
-            name, proc, out, _ = waiting[0]
-            if out.exists() and "serving /job:" in out.read_text():
-                waiting.pop(0)
-            elif proc.poll() is not None:
-                pytest.fail("server %s exited with %s before serving\n%s"
-                            % (name, proc.returncode, self.logs()))
-            elif time.time() > deadline:
-                pytest.fail("server %s was not serving after %ds\n%s" % (name, timeout, self.logs()))
-            else:
-                time.sleep(0.1)
-
-    def stop(self):
-        """SIGTERM every server; return their exit codes (killing any that hang)."""
-        for _, proc, _, _ in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        codes = []
-        for _, proc, _, _ in self.procs:
-            try:
-                codes.append(proc.wait(timeout=STOP_TIMEOUT))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes.append(proc.wait(timeout=STOP_TIMEOUT))
-        return codes
-
-    @contextlib.contextmanager
-    def logs_on_failure(self):
-        try:
-            yield
-        except BaseException:
-            print(self.logs())
-            raise
-
-
 @pytest.fixture
 def local_cluster(tmp_path):
     """2 workers and 1 ps on fresh 127.0.0.1 ports, always stopped at the end."""
     ports = free_ports(3)
     cluster = {"worker": ["127.0.0.1:%d" % ports[0], "127.0.0.1:%d" % ports[1]],
                "ps": ["127.0.0.1:%d" % ports[2]]}
-    servers = Servers(tmp_path, cluster)
-    try:
-        for job, task in (("ps", 0), ("worker", 0), ("worker", 1)):
-            servers.start(job, task)
-        servers.wait_until_serving()
+    with LocalServers(cluster, tmp_path, START_TIMEOUT, STOP_TIMEOUT) as servers:
         yield servers
-    finally:
-        servers.stop()
-
-
-def plain_training(batches):
-    """The plain model, SGD on each whole batch, in a local session of its own graph."""
-    graph = tf.Graph()
-    with graph.as_default():
-        model = toys.Linear()
-        step = tf.train.GradientDescentOptimizer(LR).minimize(model.loss)
-        with tf.Session(graph=graph, config=session_config(1)) as session:
-            session.run(tf.global_variables_initializer())
-            for batch in batches:
-                session.run(step, model.feed_dict(batch))
-            return {v.op.name: session.run(v) for v in tf.global_variables()}
 
 
 def task_of(device):
@@ -362,9 +289,10 @@ def task_of(device):
     return "/job:%s/task:%s" % (spec.job, spec.task)
 
 
-def test_towers_on_two_workers_update_exactly_like_one_process(local_cluster):
+def test_towers_on_two_workers_update_exactly_like_one_process(local_cluster, make_session):
     batches = [toys.make_batch(8, seed=s) for s in (1, 2, 3)]
-    expected = plain_training(batches)
+    expected, _ = plain_run(toys.Linear, batches, make_session,
+                            lambda: tf.train.GradientDescentOptimizer(LR))
 
     with local_cluster.logs_on_failure():
         towers, variable_device = cluster_towers(local_cluster.cluster)
@@ -456,7 +384,7 @@ def test_a_worker_killed_mid_training_is_one_line_and_the_checkpoint_stays(local
             run_dir = str(tmp_path / "run")
             wait_until(lambda: first_checkpoint(run_dir) is not None, proc, log_path,
                        "a first checkpoint")
-            dict((name, p) for name, p, _, _ in local_cluster.procs)["worker1"].kill()
+            local_cluster.processes["worker1"].kill()
             # A state, not a speed: the run ends (within --step-timeout and the final save's).
             assert proc.wait(timeout=HANG_GUARD) == 2, open(log_path).read()
     finally:
@@ -478,7 +406,7 @@ def test_a_worker_port_that_is_not_tensorflow_is_one_line(tiny_dataset, tmp_path
     ports = free_ports(1)
     cluster = {"worker": ["127.0.0.1:%d" % ports[0],
                           "127.0.0.1:%d" % listener.getsockname()[1]]}
-    servers = Servers(tmp_path, cluster)
+    servers = LocalServers(cluster, tmp_path, START_TIMEOUT, STOP_TIMEOUT)
     try:
         servers.start("worker", 0)
         servers.wait_until_serving()
@@ -505,7 +433,7 @@ def test_ctrl_c_twice_leaves_a_step_hung_on_a_stopped_worker(local_cluster, tiny
     from crnn_multigpu.runtime.checkpoints import latest_checkpoint
     proc, log_path = cluster_training(local_cluster, tiny_dataset, tmp_path,
                                       "--checkpoint-every", "3", "--step-timeout", "86400")
-    worker1 = dict((name, p) for name, p, _, _ in local_cluster.procs)["worker1"]
+    worker1 = local_cluster.processes["worker1"]
     run_dir = str(tmp_path / "run")
     try:
         with local_cluster.logs_on_failure():
@@ -526,3 +454,5 @@ def test_ctrl_c_twice_leaves_a_step_hung_on_a_stopped_worker(local_cluster, tiny
     assert "SIGINT again: leaving now without saving" in text and "--resume" in text, text
     assert "Traceback" not in text, text
     tf.train.load_checkpoint(latest_checkpoint(run_dir))  # the newest checkpoint still reads
+    # Servers left holding the hung step still leave at once on SIGTERM, each with exit code 0.
+    assert local_cluster.stop() == [0, 0, 0], local_cluster.logs()

@@ -10,14 +10,13 @@ import argparse
 import os
 import signal
 import sys
-import time
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
 
-class _Stop(Exception):
-    pass
+# The signals that stop a server, taken by ``signal.sigwait`` in the main thread.
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,12 +45,23 @@ def build_parser():
     return parser
 
 
-def _stop(signum, frame):
-    raise _Stop()
-
-
 def main(argv=None):
+    """Console entry point of crnn-server: serve until a stop signal, or exit 1/2 with one line."""
     args = build_parser().parse_args(argv)
+    # Blocked before TensorFlow and gRPC start their threads, which inherit the mask: a stop
+    # signal then waits for sigwait in _serve, whichever thread the kernel hands it to. (A
+    # Python handler runs only in the main thread, and a signal taken by a gRPC thread does not
+    # wake a main thread asleep in time.sleep: a server could ignore SIGTERM for that long.)
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        return _serve(args)
+    finally:  # reached only when the server did not start
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def _serve(args):
+    """Start the task named by ``args`` and serve until a stop signal (then leave with exit
+    code 0); return an exit code if the task is malformed or its server cannot start."""
     from crnn_multigpu.runtime import cluster as cluster_lib  # imports TensorFlow: after argument checks
 
     try:
@@ -70,25 +80,17 @@ def main(argv=None):
     except ValueError as error:
         return _fail(error, EXIT_USAGE)
 
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
     name = "/job:%s/task:%d" % (job, task)
     try:
-        try:
-            cluster_lib.start_server(cluster, job, task)
-        except _Stop:
-            raise
-        except Exception as error:  # e.g. the port is taken: TF raises UnknownError
-            return _fail("could not start %s at %s: %s" % (name, address, error), EXIT_FAILURE)
-        sys.stdout.write("serving %s at %s\n" % (name, address))
-        sys.stdout.flush()
-        # server.join() blocks inside C++, where Python signal handlers never run; the
-        # server's threads keep serving while the main thread sleeps here.
-        while True:
-            time.sleep(3600)
-    except _Stop:
-        sys.stderr.write("stopping %s\n" % name)
+        cluster_lib.start_server(cluster, job, task)
+    except Exception as error:  # e.g. the port is taken: TF raises UnknownError
+        return _fail("could not start %s at %s: %s" % (name, address, error), EXIT_FAILURE)
+    sys.stdout.write("serving %s at %s\n" % (name, address))
     sys.stdout.flush()
+    # The server's threads serve while this one waits for a stop signal (one sent during the
+    # start-up stayed pending and is taken at once).
+    signal.sigwait(STOP_SIGNALS)
+    sys.stderr.write("stopping %s\n" % name)
     sys.stderr.flush()
     # A gRPC tf.train.Server cannot be shut down cleanly; leave without running
     # interpreter teardown against its live threads.
