@@ -23,7 +23,6 @@ Install the material with ``scripts/install_system_packages.sh --compare``.
 """
 import argparse
 import collections
-import html
 import os
 import re
 import subprocess
@@ -40,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.ocr.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
-from page_check import LINE_RE, WORD_RE as LAYOUT_WORD_RE, page_numbers  # noqa: E402
+from page_check import layout_rows, page_numbers  # noqa: E402
 from pdf_words import MARGIN_PT, find_words, word_crop  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -142,28 +141,11 @@ def scanned_look(path, rng):
     return angle
 
 
-def layout_rows(pdf, page):
-    """Poppler's text rows of a page: ``[(box in points, text)]``; rows whose vertical
-    extents overlap by half are joined, as the page reader reads one row as one line."""
-    layout = subprocess.run(["pdftotext", "-bbox-layout", "-f", str(page), "-l", str(page), pdf,
-                             "-"], check=True, stdout=subprocess.PIPE).stdout.decode("utf-8")
-    rows = []
-    for line in LINE_RE.finditer(layout):
-        box = [float(line.group(i)) for i in range(1, 5)]
-        words = [(float(w.group(1)), html.unescape(w.group(5)))
-                 for w in LAYOUT_WORD_RE.finditer(line.group(5))]
-        for row in rows:
-            overlap = min(row[0][3], box[3]) - max(row[0][1], box[1])
-            if overlap > 0.5 * min(row[0][3] - row[0][1], box[3] - box[1]):
-                row[0][:] = [min(row[0][0], box[0]), min(row[0][1], box[1]),
-                             max(row[0][2], box[2]), max(row[0][3], box[3])]
-                row[1].extend(words)
-                break
-        else:
-            rows.append((box, words))
-    rows.sort(key=lambda row: row[0][1])
-    return [(box, ascii_spelling(" ".join(text for _, text in sorted(words))))
-            for box, words in rows]
+def row_texts(pdf, page):
+    """Poppler's text rows of a page (``page_check.layout_rows``), top to bottom: ``[(box in
+    points, text)]``, the words of a row joined left to right and spelled in ASCII."""
+    return [(box, ascii_spelling(" ".join(word[4] for word in sorted(words))))
+            for box, words in layout_rows(pdf, page)]
 
 
 def render_words(out, count, seed):
@@ -212,7 +194,7 @@ def cut_pdf_lines(out, pdfs, count, seed, dpi=150):
     found = []
     for pdf, pages in pdfs:
         for page in page_numbers(pages):
-            found.extend((pdf, page, box, text) for box, text in layout_rows(pdf, page)
+            found.extend((pdf, page, box, text) for box, text in row_texts(pdf, page)
                          if text and set(text) <= PRINTABLE)
     rng = np.random.RandomState(seed)
     picked = sorted((found[i] for i in rng.choice(len(found), min(count, len(found)),
@@ -313,7 +295,7 @@ def compare_pages(pdfs, project, tesseract, scratch, seed):
     seconds = dict((look, [0.0, 0.0]) for look in PAGE_LOOKS)
     pages = [(pdf, page) for pdf, spec in pdfs for page in page_numbers(spec)]
     for pdf, page in pages:
-        truth = [text for _, text in layout_rows(pdf, page) if text]
+        truth = [text for _, text in row_texts(pdf, page) if text]
         for look in PAGE_LOOKS:
             dpi = 300 if look == "scanned" else int(look.split()[0])
             path = rasterise(pdf, page, dpi, os.path.join(scratch, "%s-%d-%s" % (

@@ -47,31 +47,41 @@ def page_numbers(text):
     return numbers
 
 
-def truth_rows(pdf, page, dpi):
-    """Rows of poppler's text layer on ``page``: lists of words ``(x, y, text)`` (centres in
-    pixels at ``dpi``), left to right, rows top to bottom. Poppler's lines are joined into
-    one row when their vertical extents overlap by half the smaller one (poppler splits a
-    row at font changes and wide spaces; the page reader reads a row as one line)."""
+def layout_rows(pdf, page):
+    """Rows of poppler's text layer on ``page``, top to bottom: ``(box, words)`` in points,
+    ``box = [x_min, y_min, x_max, y_max]`` and each word ``(x_min, y_min, x_max, y_max, text)``.
+    Poppler's lines are joined into one row when their vertical extents overlap by half the
+    smaller one (poppler splits a row at font changes and wide spaces; the page reader reads a
+    row as one line). Blank words, and lines of nothing else, are dropped."""
     layout = subprocess.run(["pdftotext", "-bbox-layout", "-f", str(page), "-l", str(page),
                              pdf, "-"], check=True, stdout=subprocess.PIPE).stdout.decode("utf-8")
-    scale, rows = dpi / 72.0, []
+    rows = []
     for line in LINE_RE.finditer(layout):
-        top, bottom = float(line.group(2)) * scale, float(line.group(4)) * scale
-        words = [((float(w.group(1)) + float(w.group(3))) * scale / 2,
-                  (float(w.group(2)) + float(w.group(4))) * scale / 2, html.unescape(w.group(5)))
-                 for w in WORD_RE.finditer(line.group(5)) if w.group(5).strip()]
+        box = [float(line.group(i)) for i in range(1, 5)]
+        words = [tuple(float(word.group(i)) for i in range(1, 5)) + (html.unescape(word.group(5)),)
+                 for word in WORD_RE.finditer(line.group(5)) if word.group(5).strip()]
         if not words:
             continue
-        for row in rows:
-            shared = min(bottom, row["bottom"]) - max(top, row["top"])
-            if shared >= 0.5 * min(bottom - top, row["bottom"] - row["top"]):
-                row["words"].extend(words)
-                row["top"], row["bottom"] = min(top, row["top"]), max(bottom, row["bottom"])
+        for row_box, row_words in rows:
+            shared = min(box[3], row_box[3]) - max(box[1], row_box[1])
+            if shared >= 0.5 * min(box[3] - box[1], row_box[3] - row_box[1]):
+                row_box[:] = [min(box[0], row_box[0]), min(box[1], row_box[1]),
+                              max(box[2], row_box[2]), max(box[3], row_box[3])]
+                row_words.extend(words)
                 break
         else:
-            rows.append(dict(top=top, bottom=bottom, words=words))
-    rows.sort(key=lambda row: row["top"])
-    return [sorted(row["words"]) for row in rows]
+            rows.append((box, words))
+    rows.sort(key=lambda row: row[0][1])
+    return rows
+
+
+def truth_rows(pdf, page, dpi):
+    """The text layer's rows (``layout_rows``) as lists of words ``(x, y, text)``, centres in
+    pixels at ``dpi``, left to right."""
+    scale = dpi / 72.0
+    return [sorted(((x_min + x_max) * scale / 2, (y_min + y_max) * scale / 2, text)
+                   for x_min, y_min, x_max, y_max, text in words)
+            for _, words in layout_rows(pdf, page)]
 
 
 def found_row_of(boxes, x, y):

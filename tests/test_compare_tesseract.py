@@ -25,11 +25,11 @@ def test_page_scores_count_edits_words_and_exact_rows():
     assert compare.page_scores(truth + truth[:1], truth)[4] == 3  # a repeated row counts once
 
 
-def test_layout_rows_are_the_text_layer_rows(tmp_path):
+def test_row_texts_are_the_text_layer_rows(tmp_path):
     lines = ["A first line of text.", None, "Then a second one, after a gap."]
     pdf = str(tmp_path / "made.pdf")
     write_text_pdf(pdf, lines, DEJAVU + "DejaVuSerif.ttf", size=11)
-    rows = compare.layout_rows(pdf, 1)
+    rows = compare.row_texts(pdf, 1)
     assert [text for _, text in rows] == [line for line in lines if line]
     assert rows[0][0][1] < rows[1][0][1]  # top to bottom, boxes in points
 
