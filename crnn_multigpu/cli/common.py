@@ -2,6 +2,7 @@
 and the argument parser with range-checked numeric types (every numeric flag is checked here,
 once, with a message naming the flag)."""
 import argparse
+import json
 import logging
 import math
 import os
@@ -27,6 +28,12 @@ def setup_logging(verbose=False):
     logging.getLogger("crnn_multigpu").setLevel(logging.DEBUG if verbose else logging.INFO)
     if verbose:
         tflog.show_startup_log()
+
+
+def print_figures(figures):
+    """A tool's result on stdout: one JSON line with sorted keys, for scripts to parse."""
+    print(json.dumps(figures, sort_keys=True))
+    sys.stdout.flush()
 
 
 def run_main(body, argv=None):

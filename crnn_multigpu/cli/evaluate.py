@@ -4,13 +4,13 @@ The LAST line of output is one JSON object (word_accuracy, cer, mean_ned, n, ...
 for tools to parse; progress goes to stderr.
 """
 import glob
-import json
 import os
 import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
                                       chosen_model_class, non_negative_int, positive_int,
-                                      refuse_to_overwrite, run_main, setup_logging)
+                                      print_figures, refuse_to_overwrite, run_main,
+                                      setup_logging)
 
 
 def build_parser():
@@ -195,7 +195,7 @@ def main_body(argv=None):
                                                         ("alnum", args.alnum)) if on) or "exact"
     if recognizer.lexicon is not None:
         figures.update(lexicon=args.lexicon, lexicon_words=len(recognizer.lexicon))
-    print(json.dumps(figures, sort_keys=True))
+    print_figures(figures)
     return 0
 
 

@@ -13,13 +13,12 @@ ASCII characters, lines of 1-60 characters (training prose for training, held-ou
 the held-out families for validation), variable widths (``--width 0``) with width buckets,
 and CER and exact-line accuracy at the end.
 """
-import json
 import os
 import sys
 import time
 
 from crnn_multigpu.cli.common import (ArgumentParser, float_range, positive_float, positive_int,
-                                      run_main, setup_logging)
+                                      print_figures, run_main, setup_logging)
 
 
 WORD_DEFAULTS = dict(train_count=40000, val_count=2000, steps=4000, lr=0.003)
@@ -153,7 +152,7 @@ def main_body(argv=None):
                         minutes, picture))
     if args.lines:
         figures["line_accuracy"] = figures["word_accuracy"]
-    print(json.dumps(figures, sort_keys=True))
+    print_figures(figures)
     return 0
 
 

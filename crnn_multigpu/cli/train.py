@@ -16,8 +16,8 @@ from crnn_multigpu.wrapper import strategies
 from crnn_multigpu.cli.evaluate import resolve_run
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
                                       chosen_model_class, float_range, non_negative_float,
-                                      non_negative_int, positive_float, positive_int, run_main,
-                                      setup_logging)
+                                      non_negative_int, positive_float, positive_int,
+                                      print_figures, run_main, setup_logging)
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.crnn import CRNN
@@ -363,7 +363,7 @@ def main_body(argv=None):
             figures["step"] = final_step
             sys.stderr.write("final validation: word accuracy %.4f, CER %.4f on %d images\n"
                              % (figures["word_accuracy"], figures["cer"], figures["n"]))
-            print(json.dumps(figures, sort_keys=True))
+            print_figures(figures)
     finally:
         close_session(session)  # bounded: a failed input pipeline can hang TF's close
     # Stopped by SIGINT/SIGTERM after saving: 130/143, so scripts see the run did not finish.
