@@ -3,6 +3,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 from PIL import Image, ImageDraw
@@ -86,41 +87,44 @@ def test_checkpoint_and_model_together_are_refused(tmp_path, capsys):
 
 
 def test_an_installed_wheel_reads_a_word_and_a_page(tmp_path):
-    """``pip install`` of a built wheel, not the checkout, gives tools that read text: the
-    shipped models travel in the package (crnn_multigpu/models)."""
+    """A wheel built from the repo and installed by ``pip`` into a fresh venv gives a
+    ``crnn-predict`` that reads text: the shipped models travel in the package
+    (crnn_multigpu/models), and nothing comes from the checkout."""
     from test_page import render_page
-    source, wheels, target = tmp_path / "source", tmp_path / "wheels", tmp_path / "installed"
+    source, wheels, venv = tmp_path / "source", tmp_path / "wheels", tmp_path / "venv"
     os.makedirs(str(source))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(os.path.join(REPO, name), str(source / name))
     for name in ("crnn_multigpu", "models"):
         shutil.copytree(os.path.join(REPO, name), str(source / name),
                         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
 
-    def run_pip(*argv):
-        done = subprocess.run(pip + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=HANG_GUARD)
+    def run(*argv, **kwargs):
+        done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=HANG_GUARD, cwd=str(tmp_path), **kwargs)
         assert done.returncode == 0, done.stderr.decode()[-3000:]
+        return done.stdout.decode()
 
-    run_pip("wheel", "--no-deps", "-w", str(wheels), str(source))
-    run_pip("install", "--no-deps", "--target", str(target), *[str(p) for p in wheels.iterdir()])
+    pip = ["-m", "pip", "--disable-pip-version-check", "-q"]
+    run(sys.executable, *pip, "wheel", "--no-deps", "-w", str(wheels), str(source))
+    run(sys.executable, "-m", "venv", str(venv))
+    python = str(venv / "bin" / "python")
+    # The dependencies (TensorFlow, numpy, Pillow) come from this interpreter's site-packages,
+    # added as plain directories: a .pth inside them (this checkout's editable install) is
+    # not processed, so only the wheel provides crnn_multigpu.
+    purelib = run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    with open(os.path.join(purelib.strip(), "test-dependencies.pth"), "w") as pth:
+        pth.write("\n".join(sorted(set(sysconfig.get_paths()[key]
+                                       for key in ("purelib", "platlib")))) + "\n")
+    run(python, *pip, "install", "--no-deps", *[str(p) for p in wheels.iterdir()])
     word, page = str(tmp_path / "word.png"), str(tmp_path / "page.png")
     draw_word("Welcome", FACES[0]).save(word)
     picture, truth = render_page()
     picture.save(page)
-    # Only the installed copy is importable: run from elsewhere with it alone on the path.
-    env = dict(os.environ, PYTHONPATH=str(target))
-    outputs = []
-    for argv in ([word], ["--page", page]):
-        done = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.predict"] + argv,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=HANG_GUARD, env=env, cwd=str(tmp_path))
-        assert done.returncode == 0, done.stderr.decode()[-3000:]
-        outputs.append(done.stdout.decode())
-    assert outputs[0].strip() == "%s\tWelcome" % word
-    assert outputs[1].split("\n")[0] == truth[0][0]
-    where = subprocess.run([sys.executable, "-c", "import crnn_multigpu.cli.evaluate as e; "
-                            "print(e.MODELS_DIR)"], stdout=subprocess.PIPE, env=env,
-                           cwd=str(tmp_path), timeout=HANG_GUARD).stdout.decode().strip()
-    assert where == str(target / "crnn_multigpu" / "models")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    predict = str(venv / "bin" / "crnn-predict")
+    assert run(predict, word, env=env).strip() == "%s\tWelcome" % word
+    assert run(predict, "--page", page, env=env).split("\n")[0] == truth[0][0]
+    where = run(python, "-c", "import crnn_multigpu.cli.evaluate as e; print(e.MODELS_DIR)",
+                env=env).strip()
+    assert where == os.path.join(purelib.strip(), "crnn_multigpu", "models")
