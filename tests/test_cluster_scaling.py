@@ -80,6 +80,6 @@ def test_a_tiny_cluster_on_loopback_steps_every_configuration(tmp_path):
         finally:
             for item in prepared:
                 close_session(item.session)
-        procs = [proc for proc, _ in cluster.procs]
-    assert [proc.returncode for proc in procs] == [0, 0, 0]  # ps and both workers stopped
+        processes = list(cluster.processes.values())
+    assert [process.returncode for process in processes] == [0, 0, 0]  # ps and both workers stopped
     assert links.latency >= 0 and all(len(v) == 2 for v in probe.seconds.values())
