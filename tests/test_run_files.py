@@ -57,6 +57,8 @@ CASES = {
     "channels": (lambda config: config["model"].update(channels=[8, 16]) and None,
                  "'channels' must be 7 positive whole numbers"),
     "another model": (other_model, "that config.json belongs to another model"),
+    "framing not a bool": (lambda config: config.update(frame_single_bands="yes") and None,
+                           "'frame_single_bands' must be true or false, got 'yes'"),
 }
 
 

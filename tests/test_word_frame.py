@@ -1,5 +1,9 @@
 """ocr.word_frame: a tight crop of one band of ink gets a line's room above and below; crops
 with ascenders, descenders or margins are left alone; the text model reads tight x-height words."""
+import json
+import os
+import shutil
+
 import numpy as np
 import pytest
 
@@ -48,14 +52,36 @@ def test_ascenders_descenders_margins_and_blanks_are_left_alone(pixels):
     assert single_band_frame(pixels) is None
 
 
+TIGHT_WORDS = ["summer", "name", "comments", "owner", "race", "xerox"]
+
+
 def test_the_text_model_reads_tight_x_height_words():
     """Words without ascenders or descenders cut tight, the case that read "m" as "nn" (an "i"
     would not do: its dot rises where ascenders do)."""
-    words = ["summer", "name", "comments", "owner", "race", "xerox"]
     recognizer = Recognizer(SHIPPED_MODELS["text"])
-    arrays = [load_image(draw_word(word, face)) for face in FACES for word in words]
+    assert recognizer.frames_single_bands  # its config asks for the framed second reading
+    arrays = [load_image(draw_word(word, face)) for face in FACES for word in TIGHT_WORDS]
     assert sum(single_band_frame(array) is not None for array in arrays) == len(arrays)
-    texts, _ = recognizer.read_crops(arrays)
-    truths = [word for _ in FACES for word in words]
+    texts, log_probs = recognizer.read_crops(arrays)
+    truths = [word for _ in FACES for word in TIGHT_WORDS]
     right = sum(text.lower() == truth for text, truth in zip(texts, truths))
     assert right >= len(truths) - 1, list(zip(texts, truths))
+    # Each crop keeps the more probable of its two readings, and some change.
+    as_given, as_given_log_probs = recognizer.recognize_arrays(arrays)
+    assert all(kept >= alone for kept, alone in zip(log_probs, as_given_log_probs))
+    assert texts != as_given
+
+
+def test_a_model_whose_config_does_not_ask_reads_crops_as_they_are(tmp_path):
+    copy = str(tmp_path / "text")
+    shutil.copytree(SHIPPED_MODELS["text"], copy)
+    path = os.path.join(copy, "config.json")
+    with open(path) as stream:
+        config = json.load(stream)
+    del config["frame_single_bands"]
+    with open(path, "w") as stream:
+        json.dump(config, stream)
+    recognizer = Recognizer(copy)
+    assert not recognizer.frames_single_bands
+    arrays = [load_image(draw_word(word, FACES[0])) for word in TIGHT_WORDS]
+    assert recognizer.read_crops(arrays) == recognizer.recognize_arrays(arrays)

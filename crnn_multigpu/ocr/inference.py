@@ -105,7 +105,8 @@ class Recognizer(object):
         needs); default: the one the run's config.json names, else CRNN.
 
     ``model_cls``, ``model`` (tower 0: the plain model), ``height`` (of the images it reads)
-    and ``image_width`` (fixed, or None) describe what was built.
+    and ``image_width`` (fixed, or None) describe what was built; ``frames_single_bands`` says
+    whether :meth:`read_crops` also reads a tight single-band crop framed.
     """
 
     def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,
@@ -116,6 +117,7 @@ class Recognizer(object):
         self.charset = Charset(self.config["charset"])
         self.lexicon = lexicon
         self.image_width = self.config.get("image_width")
+        self.frames_single_bands = self.config.get("frame_single_bands", False)
         self.checkpoint = require_checkpoint(run_dir, checkpoint)
         # beam_width only when a beam search is asked for: a greedy-only class need not take it.
         beam = {"beam_width": beam_width} if beam_width > 1 else {}
@@ -207,10 +209,18 @@ class Recognizer(object):
 
     def read_crops(self, arrays, batch_size=64):
         """Recognise crops a user cut, a word or a line each (normalised arrays, as
-        :meth:`recognize_arrays`): a crop that is one band of ink (no ascenders or descenders,
-        cut tight) is also read framed by :func:`~crnn_multigpu.ocr.word_frame.single_band_frame`,
-        and the more probable of its two readings kept. Returns (texts, log_probs)."""
+        :meth:`recognize_arrays`). Returns (texts, log_probs).
+
+        For a model whose config sets ``frame_single_bands`` (one that learnt its letters in
+        lines, with room above and below, as the shipped text model did), a crop that is one
+        band of ink (no ascenders or descenders, cut tight) is also read framed by
+        :func:`~crnn_multigpu.ocr.word_frame.single_band_frame`, and the more probable of its
+        two readings kept. Other models read every crop as it is: one that learnt from tight
+        word crops reads them best so (``make train``'s model: 94.05 % of held-out words as
+        they are, 93.25 % with the framed second reading)."""
         texts, log_probs = self.recognize_arrays(arrays, batch_size)
+        if not self.frames_single_bands:
+            return texts, log_probs
         framed = [(index, single_band_frame(array)) for index, array in enumerate(arrays)]
         framed = [(index, array) for index, array in framed if array is not None]
         if framed:

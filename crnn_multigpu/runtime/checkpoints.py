@@ -140,6 +140,9 @@ def check_config(config, path):
         if not isinstance(config[key], kind):
             raise ValueError("%s: %r must be a %s, got %r" % (path, key, kind.__name__,
                                                               config[key]))
+    if not isinstance(config.get("frame_single_bands", False), bool):
+        raise ValueError("%s: 'frame_single_bands' must be true or false, got %r"
+                         % (path, config["frame_single_bands"]))
     if not isinstance(config.get("model_class", ""), str):
         raise ValueError("%s: 'model_class' must be a string module:Class, got %r"
                          % (path, config["model_class"]))
