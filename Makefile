@@ -5,6 +5,10 @@
 PYTHON3 ?= python3
 PY37 ?= $(shell d=$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv); echo $$d/versions/3.7.16/bin/python)
 PYTEST_ARGS ?= -q
+# Test processes (pytest-xdist): the suite's own processes wait on TensorFlow start-ups and
+# subprocesses about half of the time, so one per core keeps the cores busy (at most 4: each
+# holds a TensorFlow of about 1 GB).
+TEST_WORKERS ?= auto
 TOWERS ?= 2
 STEPS ?= 4000
 RUN ?= runs/main
@@ -50,10 +54,10 @@ test-packages:
 test: test-tf2 test-tf1
 
 test-tf2: $(VENV2)/.installed test-packages
-	$(VENV2)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV2)/bin/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4 $(PYTEST_ARGS)
 
 test-tf1: $(VENV1)/.installed test-packages
-	$(VENV1)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV1)/bin/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4 $(PYTEST_ARGS)
 
 # TF 2.x leaves its oneDNN CPU kernels off on some processors (AMD among them); measured here
 # they make the CRNN step ~25 % faster and runs stay repeatable (at the cost of two log lines).
