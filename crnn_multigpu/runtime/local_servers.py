@@ -34,6 +34,7 @@ class LocalServers(object):
     def __init__(self, cluster, directory, start_timeout=600, stop_timeout=60):
         self.cluster, self.directory = cluster, str(directory)
         self.start_timeout, self.stop_timeout = start_timeout, stop_timeout
+        os.makedirs(self.directory, exist_ok=True)
         self.cluster_file = os.path.join(self.directory, "cluster.json")
         with open(self.cluster_file, "w") as stream:
             json.dump(cluster, stream)
