@@ -182,6 +182,22 @@ def server_env():
     return env
 
 
+def test_a_stop_signal_during_a_failed_start_is_taken_and_the_mask_restored(tmp_path,
+                                                                           monkeypatch, capsys):
+    from crnn_multigpu.runtime import cluster as cluster_lib
+
+    def interrupted_then_bad(path):
+        os.kill(os.getpid(), signal.SIGINT)  # stays pending: the server blocks it until it serves
+        raise ValueError("%s: not a cluster" % path)
+
+    monkeypatch.setattr(cluster_lib, "load_cluster", interrupted_then_bad)
+    path = str(tmp_path / "c.json")
+    assert server_cli.main(["--cluster", path, "--job", "worker", "--task", "0"]) == 2
+    assert capsys.readouterr().err == "error: %s: not a cluster\n" % path
+    assert not signal.pthread_sigmask(signal.SIG_BLOCK, []) & server_cli.STOP_SIGNALS
+    assert not signal.sigpending() & server_cli.STOP_SIGNALS
+
+
 def test_server_with_bad_cluster_file_exits_2_with_one_line(tmp_path):
     path = write_json(tmp_path / "bad.json", {"worker": ["127.0.0.1:notaport"]})
     done = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.server", "--cluster", path,

@@ -56,6 +56,10 @@ def main(argv=None):
     try:
         return _serve(args)
     finally:  # reached only when the server did not start
+        # A stop asked for during a failed start is moot: take it (unblocked, a pending SIGINT
+        # would raise KeyboardInterrupt here), then give the caller its mask back.
+        while signal.sigpending() & STOP_SIGNALS:
+            signal.sigwait(STOP_SIGNALS)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
