@@ -5,6 +5,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -187,7 +188,9 @@ def test_a_stop_signal_during_a_failed_start_is_taken_and_the_mask_restored(tmp_
     from crnn_multigpu.runtime import cluster as cluster_lib
 
     def interrupted_then_bad(path):
-        os.kill(os.getpid(), signal.SIGINT)  # stays pending: the server blocks it until it serves
+        # To this thread, which has it blocked, as the server's every thread has: it stays
+        # pending. (Sent to the process, pytest's own unmasked threads could take it.)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
         raise ValueError("%s: not a cluster" % path)
 
     monkeypatch.setattr(cluster_lib, "load_cluster", interrupted_then_bad)
