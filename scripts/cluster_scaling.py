@@ -51,8 +51,8 @@ sys.path.insert(0, ROOT)
 
 import transfers  # noqa: E402  (beside this script)
 from crnn_multigpu.compat import tf  # noqa: E402
-from crnn_multigpu.runtime.cluster import chief_target, free_ports  # noqa: E402
-from crnn_multigpu.runtime.local_servers import LocalServers  # noqa: E402
+from crnn_multigpu.runtime.cluster import chief_target  # noqa: E402
+from crnn_multigpu.runtime.local_servers import LocalServers, loopback_cluster  # noqa: E402
 from crnn_multigpu.wrapper.devices import close_session, session_config  # noqa: E402
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 from peer_benchmark import cpu_window, load_average, others_share, read_proc_stat  # noqa: E402
@@ -169,13 +169,6 @@ def predict_step(compute, compute_cpu, links, down_bytes, up_bytes, towers, remo
 
 
 # -- the cluster ------------------------------------------------------------------------
-
-def loopback_cluster(workers):
-    """A ps task and ``workers`` worker tasks on fresh 127.0.0.1 ports."""
-    ports = free_ports(workers + 1)
-    return {"worker": ["127.0.0.1:%d" % port for port in ports[:workers]],
-            "ps": ["127.0.0.1:%d" % ports[-1]]}
-
 
 def cpu_seconds_of(pids):
     """CPU seconds (user + system) the processes ``pids`` have used so far, from /proc."""

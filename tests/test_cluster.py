@@ -18,11 +18,11 @@ from crnn_multigpu.cli import server as server_cli
 from crnn_multigpu.runtime.cluster import (chief_target, cluster_towers, free_ports, is_chief,
                                            load_cluster, start_server, task_from_env,
                                            wait_for_tasks)
-from crnn_multigpu.runtime.local_servers import LocalServers, ServerFailed
+from crnn_multigpu.runtime.local_servers import (LocalServers, ServerFailed, loopback_cluster,
+                                                 package_environment)
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import session_config
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_TIMEOUT = HANG_GUARD  # a server imports TensorFlow and listens: waited for as a state
 STOP_TIMEOUT = 60  # a server exits on SIGTERM; a slower one is killed and reported
 LR = 0.1
@@ -146,6 +146,14 @@ def test_chief():
     assert not is_chief("worker", 1) and not is_chief("ps", 0)
 
 
+def test_loopback_cluster_names_fresh_distinct_ports():
+    cluster = loopback_cluster(2)
+    assert sorted(cluster) == ["ps", "worker"] and len(cluster["worker"]) == 2
+    addresses = cluster["worker"] + cluster["ps"]
+    assert len(set(addresses)) == 3 and all(a.startswith("127.0.0.1:") for a in addresses)
+    assert loopback_cluster(3, ps=0).keys() == {"worker"}
+
+
 def test_free_ports_are_distinct():
     ports = free_ports(5)
     assert len(set(ports)) == 5 and all(0 < p < 65536 for p in ports)
@@ -176,13 +184,6 @@ def test_server_cli_argument_errors(tmp_path, monkeypatch, capsys, argv, problem
     assert err.count("\n") == 1 and err.startswith("error: ") and problem in err
 
 
-def server_env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in [env.get("PYTHONPATH")] if p])
-    env.pop("TF_CONFIG", None)
-    return env
-
-
 def test_a_stop_signal_during_a_failed_start_is_taken_and_the_mask_restored(tmp_path,
                                                                            monkeypatch, capsys):
     from crnn_multigpu.runtime import cluster as cluster_lib
@@ -204,7 +205,7 @@ def test_a_stop_signal_during_a_failed_start_is_taken_and_the_mask_restored(tmp_
 def test_server_with_bad_cluster_file_exits_2_with_one_line(tmp_path):
     path = write_json(tmp_path / "bad.json", {"worker": ["127.0.0.1:notaport"]})
     done = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.server", "--cluster", path,
-                           "--job", "worker", "--task", "0"], cwd=str(tmp_path), env=server_env(),
+                           "--job", "worker", "--task", "0"], cwd=str(tmp_path), env=package_environment(),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=HANG_GUARD)
     err = done.stderr.decode()
     assert done.returncode == 2, err
@@ -261,7 +262,7 @@ def unreachable_training(tmp_path, tiny_dataset, *extra):
         proc = subprocess.Popen([sys.executable, "-m", "crnn_multigpu.cli.train", "--cluster",
                                  cluster_file, "--train", tiny_dataset, "--out",
                                  str(tmp_path / "run"), "--model", "tiny", "--steps", "2"]
-                                + list(extra), cwd=str(tmp_path), env=server_env(),
+                                + list(extra), cwd=str(tmp_path), env=package_environment(),
                                 stdout=subprocess.PIPE, stderr=err,
                                 preexec_fn=default_sigint)
     return proc, log_path
@@ -296,10 +297,7 @@ def test_ctrl_c_stops_a_client_waiting_for_its_cluster(tmp_path, tiny_dataset):
 @pytest.fixture
 def local_cluster(tmp_path):
     """2 workers and 1 ps on fresh 127.0.0.1 ports, always stopped at the end."""
-    ports = free_ports(3)
-    cluster = {"worker": ["127.0.0.1:%d" % ports[0], "127.0.0.1:%d" % ports[1]],
-               "ps": ["127.0.0.1:%d" % ports[2]]}
-    with LocalServers(cluster, tmp_path, START_TIMEOUT, STOP_TIMEOUT) as servers:
+    with LocalServers(loopback_cluster(2), tmp_path, START_TIMEOUT, STOP_TIMEOUT) as servers:
         yield servers
 
 
@@ -383,7 +381,7 @@ def cluster_training(servers, tiny_dataset, tmp_path, *extra):
                                  str(tmp_path / "run"), "--model", "tiny", "--batch-size", "8",
                                  "--steps", "100000", "--log-every", "1", "--validate-every",
                                  "0", "--step-timeout", "10"] + list(extra),
-                                cwd=str(tmp_path), env=server_env(), stdout=subprocess.PIPE,
+                                cwd=str(tmp_path), env=package_environment(), stdout=subprocess.PIPE,
                                 stderr=err, preexec_fn=default_sigint)
     return proc, log_path
 

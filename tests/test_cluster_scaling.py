@@ -6,7 +6,7 @@ import sys
 
 from crnn_multigpu.compat import tf
 from crnn_multigpu.runtime.cluster import chief_target
-from crnn_multigpu.runtime.local_servers import LocalServers
+from crnn_multigpu.runtime.local_servers import LocalServers, loopback_cluster
 from crnn_multigpu.wrapper.devices import close_session
 from waiting import HANG_GUARD
 
@@ -61,7 +61,7 @@ def test_each_remote_tower_moves_the_weights_and_sends_back_their_gradient():
 
 def test_a_tiny_cluster_on_loopback_steps_every_configuration(tmp_path):
     model_cls = cs.dense_model(ROWS, COLS)
-    with LocalServers(cs.loopback_cluster(2), tmp_path, HANG_GUARD) as cluster:
+    with LocalServers(loopback_cluster(2), tmp_path, HANG_GUARD) as cluster:
         target = chief_target(cluster.cluster)
         pids = [os.getpid()] + cluster.pids()
         probe = cs.LinkProbe(target, 4096, pids)

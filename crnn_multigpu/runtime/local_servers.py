@@ -14,9 +14,29 @@ import subprocess
 import sys
 import time
 
+from crnn_multigpu.runtime.cluster import free_ports
+
 SERVING = "serving /job:"
 # The directory holding the crnn_multigpu package: servers import the same copy as their launcher.
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def loopback_cluster(workers, ps=1):
+    """A cluster of ``workers`` worker tasks and ``ps`` ps tasks on fresh 127.0.0.1 ports."""
+    ports = free_ports(workers + ps)
+    cluster = {"worker": ["127.0.0.1:%d" % port for port in ports[:workers]]}
+    if ps:
+        cluster["ps"] = ["127.0.0.1:%d" % port for port in ports[workers:]]
+    return cluster
+
+
+def package_environment():
+    """This process's environment for a child running this package's tools: the same copy of
+    the package first on PYTHONPATH, and no TF_CONFIG (a cluster file names the task)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [PACKAGE_ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env.pop("TF_CONFIG", None)
+    return env
 
 
 class ServerFailed(RuntimeError):
@@ -46,15 +66,13 @@ class LocalServers(object):
 
     def start(self, job, task):
         """Start the server of ``/job:<job>/task:<task>`` (does not wait for it)."""
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [PACKAGE_ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        env.pop("TF_CONFIG", None)  # the cluster file names the task, not the environment
         name = "%s%d" % (job, task)
         with open(self.log_path(name), "wb") as log:
             self.processes[name] = subprocess.Popen(
                 [sys.executable, "-m", "crnn_multigpu.cli.server", "--cluster", self.cluster_file,
                  "--job", job, "--task", str(task)],
-                cwd=self.directory, env=env, stdout=log, stderr=subprocess.STDOUT)
+                cwd=self.directory, env=package_environment(), stdout=log,
+                stderr=subprocess.STDOUT)
 
     def start_all(self):
         """Start every task of the cluster, jobs in name order."""
