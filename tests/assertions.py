@@ -33,6 +33,14 @@ def copies(wrapper, session):
         for i in range(wrapper.n_towers)]
 
 
+def load_values(session, values):
+    """Give every global variable of the session's graph that ``values`` names (by plain
+    name) that value."""
+    for variable in session.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES):
+        if variable.op.name in values:
+            variable.load(values[variable.op.name], session)
+
+
 def plain_run(model_cls, batches, make_session, optimizer, start=None, counts_steps=False,
               fetch=None, **model_kwargs):
     """The reference the wrapper must equal: ``model_cls(**model_kwargs)`` alone, in its own
@@ -59,9 +67,7 @@ def plain_run(model_cls, batches, make_session, optimizer, start=None, counts_st
                 step = optimizer().minimize(model.loss)
         session = make_session(graph)
         session.run(tf.global_variables_initializer())
-        for variable in tf.global_variables():
-            if start and variable.op.name in start:
-                variable.load(start[variable.op.name], session)
+        load_values(session, start or {})
         before = []
         for batch in batches:
             feed = model.feed_dict(batch)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from assertions import copies, plain_run, start
+from assertions import copies, load_values, plain_run, start
 from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated, SpreadParameterServer
 from crnn_multigpu.wrapper import layers, precision
 from crnn_multigpu.wrapper.accumulation import Accumulation
@@ -237,9 +237,7 @@ def test_mixed_float16_unscales_and_an_overflow_skips_the_step(make_session, nam
     wrapper = MultiGpuModel(Dense, devices=cpu_devices(3), optimizer=sgd(), precision=policy,
                             strategy=STRATEGIES[name](), accumulate_steps=K)
     session = start(wrapper, make_session)
-    for variable in tf.global_variables():
-        if variable.op.name in initial:
-            variable.load(initial[variable.op.name], session)
+    load_values(session, initial)
     session.run(wrapper.post_init_op)
     start_values = values(session)
     for batch, sizes in steps[0]:

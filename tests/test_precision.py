@@ -25,7 +25,7 @@ import os
 import numpy as np
 import pytest
 
-from assertions import assert_step_refused_changing_nothing
+from assertions import assert_step_refused_changing_nothing, load_values
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.wrapper import layers, precision
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
@@ -68,9 +68,7 @@ def run_crnn(policy, initial=None, save_to=None):
         session = tf.Session(config=session_config(2))
         try:
             session.run(tf.global_variables_initializer())
-            for variable in tf.global_variables():
-                if initial and variable.op.name in initial:
-                    variable.load(initial[variable.op.name], session)
+            load_values(session, initial or {})
             start = values(session)
             feed = wrapper.feed_dict(wrapper.split(make_batch(seed=0)))
             loss, grads = session.run([wrapper.loss, [g for g, _ in wrapper.grads_and_vars]], feed)
