@@ -92,6 +92,50 @@ def test_batch_norm_training_inference_and_update(graph):
                                rtol=1e-4, atol=1e-5)
 
 
+FUNCTIONAL_CONDS = {"If", "StatelessIf"}
+
+
+def test_batch_norm_builds_its_cond_as_graph_ops_and_leaves_the_setting(graph):
+    # TF 2's functional cond costs a third of a CRNN's build time; the caller's choice of
+    # control flow (v2 on TF 2, v1 on TF 1.15) must be what it was after the build.
+    setting = tf.control_flow_v2_enabled()
+    x = tf.placeholder(tf.float32, [None, 4, 4, 3])
+    training = tf.placeholder_with_default(False, [])
+    y = layers.batch_norm(x, training, name="bn")
+    gradient = tf.gradients(tf.reduce_sum(tf.square(y)), x)[0]
+    assert tf.control_flow_v2_enabled() == setting
+    op_types = {op.type for op in graph.get_operations()}
+    assert not op_types & FUNCTIONAL_CONDS, sorted(op_types & FUNCTIONAL_CONDS)
+    assert {"Switch", "Merge"} <= op_types
+    xv = np.random.RandomState(1).randn(8, 4, 4, 3).astype(np.float32)
+    yt, gt = _run([y, gradient], {x: xv, training: True})
+    np.testing.assert_allclose(yt.mean(axis=(0, 1, 2)), 0.0, atol=1e-4)
+    # sum(y^2) is constant under batch statistics (N per channel): no gradient reaches x.
+    np.testing.assert_allclose(gt, 0.0, atol=1e-3)
+
+
+def test_batch_norm_inside_a_function_graph_computes_the_same(graph):
+    x = tf.constant(np.random.RandomState(2).randn(8, 4, 4, 3).astype(np.float32))
+    training = tf.placeholder_with_default(False, [])
+    # Resource variables: TF 1.15's reference variables cannot be updated in a function.
+    with tf.variable_scope("", use_resource=True):
+        y_outside = layers.batch_norm(x, training, name="bn")
+    seen = []
+
+    @tf.function
+    def normalise(inputs, flag):
+        with tf.variable_scope("", reuse=True, use_resource=True):
+            result = layers.batch_norm(inputs, flag, name="bn")
+        seen.extend(op.type for op in tf.get_default_graph().get_operations())
+        return result
+
+    y_inside = normalise(x, training)
+    assert seen and FUNCTIONAL_CONDS & set(seen), sorted(set(seen))
+    for flag in (True, False):
+        outside, inside = _run([y_outside, y_inside], {training: flag})
+        np.testing.assert_allclose(inside, outside, rtol=1e-5, atol=1e-5)
+
+
 def _build_all(x_img, x_seq, lengths, training):
     h = layers.conv2d(x_img, 4, name="conv")
     h = layers.batch_norm(h, training, name="bn")
