@@ -68,9 +68,9 @@ def batch_norm(x, training, momentum=0.9, epsilon=1e-5, sync=False, name="bn"):
 
     ``training`` is a boolean scalar tensor (or a Python bool). It picks, with a graph-mode
     ``tf.cond``, one fused kernel (``tf.nn.fused_batch_norm``): batch statistics in training,
-    the moving ones otherwise. One fused pass and its fused gradient cost a fraction of the half-dozen
-    element-wise passes that ``tf.nn.moments`` + ``tf.nn.batch_normalization`` and their
-    gradients make. The moving-average updates ``moving -= (1 - momentum) * (moving -
+    the moving ones otherwise. One fused pass and its fused gradient cost a fraction of the
+    half-dozen element-wise passes that ``tf.nn.moments`` + ``tf.nn.batch_normalization`` and
+    their gradients make. The moving-average updates ``moving -= (1 - momentum) * (moving -
     batch_stat)`` (``batch_stat`` the biased batch variance, as ``tf.nn.moments`` gives; with
     ``training`` false they change nothing) are added to ``tf.GraphKeys.UPDATE_OPS`` and are
     NOT run implicitly: whoever builds the train op runs them (once per step).
