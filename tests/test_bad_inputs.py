@@ -178,6 +178,8 @@ OTHER_FLAGS = [
     ("evaluate", ["--data", "x", "--batch-size", "0"], "--batch-size must be at least 1, got 0"),
     ("evaluate", ["--data", "x", "--beam-width", "-1"], "--beam-width must be at least 0, got -1"),
     ("evaluate", ["--data", "x", "--lexicon-delta", "-1"], "--lexicon-delta must be at least 0"),
+    ("evaluate", ["--data", "x", "--lm-weight", "-1"], "--lm-weight must be at least 0, got -1"),
+    ("predict", ["x.png", "--lm-bonus", "nan"], "--lm-bonus must be a finite number"),
     ("predict", ["x.png", "--beam-width", "-3"], "--beam-width must be at least 0, got -3"),
     ("export", ["--checkpoint", "r", "--out", "o", "--beam-width", "-1"], "--beam-width must be"),
     ("generate", ["--out", "o", "--count", "-1"], "--count must be at least 1, got -1"),

@@ -254,3 +254,35 @@ def test_cli_lexicon_end_to_end(trained, capsys, caplog):
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert figures["n"] == 48 and figures["lexicon_words"] == len(words)
     assert figures["lexicon"] == lexicon
+
+
+def test_recognizer_reads_through_the_language_model(trained):
+    from crnn_multigpu.datasets import make_batch
+    from crnn_multigpu.ocr.char_lm import CharLmDecoder, CharNgramModel
+    out, _, _, images, words = trained
+    recognizer = Recognizer(out)
+    try:
+        arrays = recognizer.recognize_files(images[:6])[2]
+        frames = recognizer.frame_log_probs(make_batch(arrays, None, recognizer.charset,
+                                                       recognizer.image_width))
+        decoder = CharLmDecoder(CharNgramModel(recognizer.charset, words, order=3), weight=2.0)
+        recognizer.language_model = decoder
+        texts, log_probs = recognizer.recognize_arrays(arrays)
+        expected = [decoder.decode(None, rows) for rows in frames]
+        assert texts == [text for text, _ in expected]
+        assert log_probs == pytest.approx([log_prob for _, log_prob in expected], rel=1e-6)
+        with pytest.raises(ValueError, match="the language model was fitted to charset"):
+            recognizer.language_model = CharLmDecoder(CharNgramModel(Charset("ab"), ["ab"]))
+    finally:
+        recognizer.close()
+
+
+def test_cli_char_lm_reads_and_says_so(trained, capsys):
+    out, folder, _, images, _ = trained
+    assert evaluate.main(["--checkpoint", out, "--data", folder, "--char-lm",
+                          "--lm-weight", "0.3", "--lm-bonus", "1"]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert figures["n"] == 48 and figures["char_lm"] == {"order": 4, "weight": 0.3, "bonus": 1.0}
+    assert predict.main(["--checkpoint", out, "--char-lm"] + images[:3]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.strip().splitlines()]
+    assert [row[0] for row in rows] == images[:3]

@@ -8,9 +8,10 @@ import os
 import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
-                                      chosen_model_class, non_negative_int, positive_int,
-                                      print_figures, refuse_to_overwrite, run_main,
+                                      chosen_model_class, non_negative_float, non_negative_int,
+                                      positive_int, print_figures, refuse_to_overwrite, run_main,
                                       setup_logging)
+from crnn_multigpu.ocr import char_lm
 
 
 def build_parser():
@@ -29,6 +30,7 @@ def build_parser():
     parser.add_argument("--alnum", action="store_true",
                         help="score only letters and digits: spaces and punctuation dropped from "
                              "readings and labels before comparing")
+    add_language_model_arguments(parser)
     add_lexicon_arguments(parser)
     add_towers_argument(parser)
     parser.add_argument("--verbose", action="store_true")
@@ -54,6 +56,30 @@ def add_lexicon_arguments(parser):
     parser.add_argument("--lexicon-search", choices=("auto", "all", "nearest"), default="auto",
                         help="all: score every lexicon word (exact); nearest: only those within "
                              "--lexicon-delta; auto (default): all for lexicons of <= 1000 words")
+
+
+def add_language_model_arguments(parser):
+    """--char-lm, --lm-weight, --lm-bonus (shared with crnn-predict)."""
+    parser.add_argument("--char-lm", action="store_true",
+                        help="read each image by a CTC beam search with a character %d-gram "
+                             "model of English, counted at start-up (about 2 s) from the "
+                             "training part of the line generator's prose"
+                             % char_lm.DEFAULT_ORDER)
+    parser.add_argument("--lm-weight", type=non_negative_float, default=char_lm.DEFAULT_WEIGHT,
+                        metavar="W", help="with --char-lm: weight of the language model's log "
+                                          "probability (default: %(default)s)")
+    parser.add_argument("--lm-bonus", type=non_negative_float, default=char_lm.DEFAULT_BONUS,
+                        metavar="B", help="with --char-lm: score added per character read, "
+                                          "against the model's cost of each (default: "
+                                          "%(default)s)")
+
+
+def language_model_decoder(args, charset):
+    """The CharLmDecoder of the language-model flags for a model's charset, or None."""
+    if not args.char_lm:
+        return None
+    return char_lm.CharLmDecoder(char_lm.prose_language_model(charset), weight=args.lm_weight,
+                                 bonus=args.lm_bonus)
 
 
 def lexicon_words(args):
@@ -164,6 +190,7 @@ def main_body(argv=None):
     dataset = open_dataset(args.data)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
                             towers=args.towers, model_cls=chosen_model_class(args))
+    recognizer.language_model = language_model_decoder(args, recognizer.charset)
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
 
     def progress(done, total):
@@ -193,6 +220,9 @@ def main_body(argv=None):
     figures["checkpoint"] = recognizer.checkpoint
     figures["scoring"] = "+".join(name for name, on in (("fold-case", args.fold_case),
                                                         ("alnum", args.alnum)) if on) or "exact"
+    if recognizer.language_model is not None:
+        figures.update(char_lm=dict(order=char_lm.DEFAULT_ORDER, weight=args.lm_weight,
+                                    bonus=args.lm_bonus))
     if recognizer.lexicon is not None:
         figures.update(lexicon=args.lexicon, lexicon_words=len(recognizer.lexicon))
     print_figures(figures)

@@ -145,13 +145,24 @@ def main_body(argv=None):
                               [e[2] for e in examples], os.path.join(args.out, "predictions.png"))
     figures.update(train_minutes=round(minutes, 1), towers=args.towers, steps=args.steps,
                    picture=picture, checkpoint=recognizer.checkpoint)
-    sys.stderr.write("held-out-font validation: %s %.2f %%, CER %.2f %% on %d images; "
-                     "training took %.1f min; sample predictions in %s\n"
-                     % ("lines exactly right" if args.lines else "word accuracy",
-                        100 * figures["word_accuracy"], 100 * figures["cer"], figures["n"],
-                        minutes, picture))
+    with_lm = ""
     if args.lines:
         figures["line_accuracy"] = figures["word_accuracy"]
+    else:
+        # The reading crnn-evaluate --char-lm gives: the language model's weights were chosen
+        # on words of the held-out families, so it is reported for words only.
+        from crnn_multigpu.ocr.char_lm import CharLmDecoder, prose_language_model
+        recognizer.language_model = CharLmDecoder(prose_language_model(recognizer.charset))
+        read_with_lm = recognizer.evaluate(open_dataset(val_dir), keep_examples=0)[0]
+        figures.update(word_accuracy_char_lm=read_with_lm["word_accuracy"],
+                       cer_char_lm=read_with_lm["cer"])
+        with_lm = " (%.2f %% and CER %.2f %% with the character language model, --char-lm)" % (
+            100 * read_with_lm["word_accuracy"], 100 * read_with_lm["cer"])
+    sys.stderr.write("held-out-font validation: %s %.2f %%, CER %.2f %%%s on %d images; "
+                     "training took %.1f min; sample predictions in %s\n"
+                     % ("lines exactly right" if args.lines else "word accuracy",
+                        100 * figures["word_accuracy"], 100 * figures["cer"], with_lm,
+                        figures["n"], minutes, picture))
     print_figures(figures)
     return 0
 

@@ -14,9 +14,9 @@ import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, chosen_model_class, non_negative_int,
                                       refuse_to_overwrite, run_main, setup_logging)
-from crnn_multigpu.cli.evaluate import (add_lexicon_arguments, add_model_arguments,
-                                        add_towers_argument, chosen_run, lexicon_decoder,
-                                        lexicon_words)
+from crnn_multigpu.cli.evaluate import (add_language_model_arguments, add_lexicon_arguments,
+                                        add_model_arguments, add_towers_argument, chosen_run,
+                                        language_model_decoder, lexicon_decoder, lexicon_words)
 
 
 def build_parser():
@@ -37,6 +37,7 @@ def build_parser():
     parser.add_argument("--overwrite", action="store_true",
                         help="let --picture replace an existing file")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
+    add_language_model_arguments(parser)
     add_lexicon_arguments(parser)
     add_towers_argument(parser)
     parser.add_argument("--verbose", action="store_true")
@@ -81,6 +82,7 @@ def main_body(argv=None):
     run_dir, checkpoint = chosen_run(args)
     recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
                             towers=args.towers, model_cls=chosen_model_class(args))
+    recognizer.language_model = language_model_decoder(args, recognizer.charset)
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
     if args.page:
         for index, path in enumerate(args.images):

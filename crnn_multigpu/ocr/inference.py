@@ -98,6 +98,9 @@ class Recognizer(object):
         charset (also settable later as ``recognizer.lexicon``): every transcription
         is then post-processed by it, and its log probability is log p(text | image)
         summed over all CTC alignments instead of that of the best path.
+      language_model: optional :class:`~crnn_multigpu.ocr.char_lm.CharLmDecoder` (also settable
+        later as ``recognizer.language_model``): every image is then read by its beam search
+        with a character language model, before any lexicon.
       towers: run each batch over this many towers (the first GPUs, else virtual CPUs).
       strategy: the towers' placement (``crnn_multigpu.wrapper.strategies``; default: one copy of
         the variables on the host CPU).
@@ -110,12 +113,12 @@ class Recognizer(object):
     """
 
     def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,
-                 strategy=None, model_cls=None):
+                 strategy=None, model_cls=None, language_model=None):
         self.config = load_config(run_dir)
         self.model_cls = model_class.from_config(self.config, os.path.join(run_dir, CONFIG_NAME),
                                                  model_cls)
         self.charset = Charset(self.config["charset"])
-        self.lexicon = lexicon
+        self.lexicon, self.language_model = lexicon, language_model
         self.image_width = self.config.get("image_width")
         self.frames_single_bands = self.config.get("frame_single_bands", False)
         self.checkpoint = require_checkpoint(run_dir, checkpoint)
@@ -148,10 +151,22 @@ class Recognizer(object):
 
     @lexicon.setter
     def lexicon(self, decoder):
+        self._lexicon = self._fitted(decoder, "the lexicon")
+
+    @property
+    def language_model(self):
+        """The :class:`~crnn_multigpu.ocr.char_lm.CharLmDecoder` that reads every image, or None."""
+        return self._language_model
+
+    @language_model.setter
+    def language_model(self, decoder):
+        self._language_model = self._fitted(decoder, "the language model")
+
+    def _fitted(self, decoder, what):
         if decoder is not None and decoder.charset != self.charset:
-            raise ValueError("the lexicon was fitted to charset %r but the model reads %r"
-                             % (decoder.charset, self.charset))
-        self._lexicon = decoder
+            raise ValueError("%s was fitted to charset %r but the model reads %r"
+                             % (what, decoder.charset, self.charset))
+        return decoder
 
     @property
     def time_steps(self):
@@ -181,10 +196,12 @@ class Recognizer(object):
         return self._run(batch, frames=True)[2]
 
     def recognize_batch(self, batch):
-        """Texts and log probabilities for a ``Batch`` (through the lexicon when there is one)."""
-        texts, log_probs, frames = self._run(batch, frames=self.lexicon is not None)
-        if self.lexicon is not None:
-            decoded = [self.lexicon.decode(text, rows) for text, rows in zip(texts, frames)]
+        """Texts and log probabilities for a ``Batch``: through the language model, then the
+        lexicon, where there are."""
+        decoders = [d for d in (self.language_model, self.lexicon) if d is not None]
+        texts, log_probs, frames = self._run(batch, frames=bool(decoders))
+        for decoder in decoders:
+            decoded = [decoder.decode(text, rows) for text, rows in zip(texts, frames)]
             texts, log_probs = [d[0] for d in decoded], [d[1] for d in decoded]
         return texts, log_probs
 

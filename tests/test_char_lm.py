@@ -1,0 +1,108 @@
+"""The character n-gram model and the CTC beam search fused with it."""
+import itertools
+
+import numpy as np
+import pytest
+
+from crnn_multigpu.ocr.char_lm import CharLmDecoder, CharNgramModel, prose_language_model
+from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.ocr.lexicon import ctc_log_likelihood
+
+CHARSET = Charset("abcdeghilnopqrstu")
+
+
+def frames_for(readings, charset=CHARSET, sharp=8.0):
+    """[T, C] log-probabilities: one frame per entry of ``readings``, each a dict
+    {char or "-" (blank): weight}; the weights become a softmax of ``sharp * weight``."""
+    rows = np.full((len(readings), charset.num_classes), -sharp)
+    for row, reading in zip(rows, readings):
+        for char, weight in reading.items():
+            row[charset.blank if char == "-" else charset.chars.index(char)] = sharp * weight
+    return rows - np.logaddexp.reduce(rows, axis=1, keepdims=True)
+
+
+def spelled(text):
+    """Frames that spell ``text`` clearly: each character, then a blank."""
+    return [frame for char in text for frame in ({char: 1.0}, {"-": 1.0})]
+
+
+def test_every_context_is_a_distribution_over_the_charset_and_the_end():
+    model = CharNgramModel(CHARSET, ["the quest", "question", "queue", "a"], order=4)
+    for context in ("", model.context_of(""), model.context_of("q"), model.context_of("que"),
+                    model.context_of("zzz"), model.context_of("tion")):
+        probs = np.exp(model.log_probs(context))
+        assert probs.shape == (CHARSET.num_classes,)
+        assert probs.min() > 0  # smoothing: nothing is impossible
+        assert probs.sum() == pytest.approx(1.0, abs=1e-9)
+    # Counted: after "q" comes "u"; "que" goes on as "s", "t" or "u", never "q".
+    after_q = model.log_probs(model.context_of("q"))
+    assert np.argmax(after_q) == CHARSET.chars.index("u")
+    after_que = model.log_probs(model.context_of("que"))
+    assert after_que[CHARSET.chars.index("s")] > after_que[CHARSET.chars.index("q")] + 1.0
+    # The text's end is a class of its own: "a" ends right after its start.
+    after_a = model.log_probs(model.context_of("a"))
+    assert np.argmax(after_a) == CHARSET.blank
+    assert model.text_log_prob("queue") > model.text_log_prob("qeueu")
+
+
+def test_a_word_start_is_one_context_not_a_chain_of_start_marks():
+    # "s" then "n" at a word's start never seen, but "sn" inside words was: the start
+    # context backs off once to "s", not once per missing start mark.
+    model = CharNgramModel(CHARSET, ["si", "sa", "so"] * 20 + ["isnt"] * 5, order=5)
+    start_s = model.log_probs(model.context_of("s"))[CHARSET.chars.index("n")]
+    assert start_s > np.log(1e-3), start_s
+
+
+def test_without_the_model_the_search_reads_what_greedy_reads():
+    model = CharNgramModel(CHARSET, ["unrelated text"], order=3)
+    decoder = CharLmDecoder(model, weight=0.0, bonus=0.0, beam=4)
+    for text in ("queen", "aa", "ballot", "", "tt"):
+        frames = frames_for(spelled(text))
+        got, log_prob = decoder.decode(None, frames)
+        assert got == text
+        assert log_prob == pytest.approx(ctc_log_likelihood(frames, CHARSET.encode(text)))
+
+
+def test_a_doubled_letter_needs_a_blank_between():
+    decoder = CharLmDecoder(CharNgramModel(CHARSET, ["on"], order=2), weight=0.0, bonus=0.0)
+    # "o" over three frames without a blank is one "o"; with a blank it is two.
+    assert decoder.decode(None, frames_for([{"o": 1}, {"o": 1}, {"o": 1}]))[0] == "o"
+    assert decoder.decode(None, frames_for([{"o": 1}, {"-": 1}, {"o": 1}]))[0] == "oo"
+
+
+def test_the_language_model_settles_what_the_image_leaves_in_doubt():
+    model = CharNgramModel(CHARSET, ["the queen sings"] * 30, order=4)
+    # "q" and "g" are equally likely in the image's first frame: "queen" or "gueen".
+    doubtful = frames_for([{"q": 0.5, "g": 0.5}, {"-": 1}] + spelled("ueen"))
+    acoustic = CharLmDecoder(model, weight=0.0, bonus=0.0)
+    fused = CharLmDecoder(model, weight=1.0, bonus=1.0)
+    assert acoustic.decode(None, doubtful)[0] in ("queen", "gueen")
+    assert fused.decode(None, doubtful)[0] == "queen"
+    # The other way round the language model changes nothing the image shows clearly.
+    assert fused.decode(None, frames_for(spelled("gueen")))[0] == "gueen"
+
+
+def test_bad_settings_are_refused():
+    model = CharNgramModel(CHARSET, ["abc"], order=2)
+    for kwargs, message in (({"weight": -1.0}, "weight must be a number >= 0"),
+                            ({"weight": float("nan")}, "weight must be a number >= 0"),
+                            ({"beam": 0}, "beam must be a whole number >= 1")):
+        with pytest.raises(ValueError, match=message):
+            CharLmDecoder(model, **kwargs)
+    with pytest.raises(ValueError, match="order must be a whole number >= 1"):
+        CharNgramModel(CHARSET, ["abc"], order=0)
+    with pytest.raises(ValueError, match="no text in the model's charset"):
+        CharNgramModel(CHARSET, ["XYZ", "123"])
+    with pytest.raises(ValueError, match=r"log_probs must be \[frames, %d\]" % CHARSET.num_classes):
+        CharLmDecoder(model).decode(None, np.zeros((3, 4)))
+
+
+def test_the_prose_model_of_a_word_charset_knows_words_and_their_ends():
+    model = prose_language_model(Charset.default())
+    # Lower-cased words of the prose: "the" is far more probable than a shuffle of it, and
+    # a word may end after "the" but hardly after "th".
+    assert model.text_log_prob("the") > max(model.text_log_prob("".join(p)) for p in
+                                            itertools.permutations("the") if p != tuple("the"))
+    end = Charset.default().blank
+    assert model.log_probs(model.context_of("the"))[end] > \
+        model.log_probs(model.context_of("th"))[end] + 2.0
