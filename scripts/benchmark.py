@@ -272,7 +272,15 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32, help="global batch")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--profile", action="store_true",
-                        help="trace 3 steps per configuration (op time, iterator waits, op types)")
+                        help="trace steps of every configuration (op time, iterator waits, op "
+                             "types)")
+    parser.add_argument("--trace-steps", type=int, default=3,
+                        help="with --profile: traced steps per configuration (default 3)")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="untimed steps per configuration before the repetitions (default 3)")
+    parser.add_argument("--min-seconds", type=float, default=0.3,
+                        help="each configuration's share of a repetition runs at least this "
+                             "long, in more steps if needed (default 0.3)")
     parser.add_argument("--gpus", action="store_true",
                         help="put towers and replicas on the visible GPUs instead of virtual CPUs")
     parser.add_argument("--data", metavar="DATASET",
@@ -324,16 +332,16 @@ def main(argv=None):
         sys.stderr.write("error: no configuration could be built (see above)\n")
         return 2
     for config in configs:
-        for _ in range(3):  # warm-up: graph optimisation, allocator, thread pools
+        for _ in range(args.warmup):  # graph optimisation, allocator, thread pools
             config.step()
     for rep in range(reps):
         sys.stderr.write("repetition %d/%d\n" % (rep + 1, reps))
         shift = rep % len(configs)  # A B C, B C A, ...: no configuration always runs first
         for config in configs[shift:] + configs[:shift]:
-            config.time(steps, min_seconds=0.3)
+            config.time(steps, min_seconds=args.min_seconds)
     median = dict((c.name, c.median) for c in configs)
-    traces = collections.OrderedDict((c.name, c.trace()) for c in configs) if args.profile \
-        else {}
+    traces = collections.OrderedDict((c.name, c.trace(args.trace_steps)) for c in configs) \
+        if args.profile else {}
 
     times = dict((c.name, np.array(c.times)) for c in configs)
 

@@ -101,13 +101,15 @@ def clean_environment(environ=None):
     return env
 
 
-def measure_in_subprocess(python=sys.executable, tensorflow=False, repeats=5, timeout=600):
+def measure_in_subprocess(python=sys.executable, tensorflow=False, repeats=5, sizes=SIZES,
+                          timeout=600):
     """Run this script in a fresh process with a clean BLAS environment; its result dict.
 
     The JSON keys of the sizes come back as strings. ``blas_overrides_cleared`` names the
     overrides the caller's environment had, ``blas_overrides_seen`` those the child saw (none).
     """
-    command = [python, os.path.abspath(__file__), "--repeats", str(repeats), "--child"]
+    command = [python, os.path.abspath(__file__), "--repeats", str(repeats), "--child",
+               "--sizes"] + [str(n) for n in sizes]
     if tensorflow:
         command.append("--tensorflow")
     done = subprocess.run(command, env=clean_environment(), stdout=subprocess.PIPE,
@@ -139,14 +141,17 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tensorflow", action="store_true", help="also time TF's MatMul")
     parser.add_argument("--repeats", type=int, default=5, help="timed products per size")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), metavar="N",
+                        help="matrix sizes (default: %(default)s; the peak is the best of them)")
     parser.add_argument("--json", help="write the result here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # the measuring process itself
-        print(RESULT_PREFIX + json.dumps(measure(repeats=args.repeats,
+        print(RESULT_PREFIX + json.dumps(measure(args.sizes, repeats=args.repeats,
                                                  tensorflow=args.tensorflow)))
         return 0
-    result = measure_in_subprocess(tensorflow=args.tensorflow, repeats=args.repeats)
+    result = measure_in_subprocess(tensorflow=args.tensorflow, repeats=args.repeats,
+                                   sizes=args.sizes)
     print(format_result(result))
     if args.json:
         with open(args.json, "w") as stream:

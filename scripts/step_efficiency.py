@@ -41,7 +41,7 @@ from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
 from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS  # noqa: E402
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 from benchmark import synthetic_batch  # noqa: E402  (scripts/ is on sys.path when run)
-from gemm_peak import measure_in_subprocess  # noqa: E402
+from gemm_peak import SIZES, measure_in_subprocess  # noqa: E402
 
 
 class Step(object):
@@ -149,9 +149,12 @@ def main(argv=None):
                              "(the GEMM peak stays float32's)")
     parser.add_argument("--peak-repeats", type=int, default=5,
                         help="timed GEMMs per size and library for the peak")
+    parser.add_argument("--peak-sizes", type=int, nargs="+", default=list(SIZES), metavar="N",
+                        help="GEMM sizes for the peak (default: %(default)s)")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
-    before = measure_in_subprocess(tensorflow=True, repeats=args.peak_repeats)
+    gemm_settings = dict(tensorflow=True, repeats=args.peak_repeats, sizes=args.peak_sizes)
+    before = measure_in_subprocess(**gemm_settings)
     steps = ([Step(b, precision=args.precision) for b in args.batch]
              + ([Step(args.batch[0], xla=True, precision=args.precision)] if args.xla else []))
     for rep in range(args.reps):
@@ -159,7 +162,7 @@ def main(argv=None):
         for step in steps[shift:] + steps[:shift]:
             step.time(args.steps)
     # The load may have changed meanwhile.
-    after = measure_in_subprocess(tensorflow=True, repeats=args.peak_repeats)
+    after = measure_in_subprocess(**gemm_settings)
     best = {key: max(result[library].values()) for result, suffix in ((before, ""),
                                                                         (after, "_after"))
             for library, key in (("numpy", "numpy" + suffix),
