@@ -21,6 +21,8 @@ import zlib
 
 from PIL import Image, ImageDraw, ImageFont
 
+from crnn_multigpu.datasets.font_cache import CoverageCache
+
 DEFAULT_FONT_DIRS = (
     "/usr/share/fonts",
     "/usr/local/share/fonts",
@@ -189,8 +191,10 @@ def find_fonts(font_dirs=None, chars=None, include_reserved=False):
             "fonts-dejavu-core) or point --font-dir / $%s at a folder of fonts"
             % (", ".join(dirs), FONT_DIRS_ENV))
     if chars:
-        chars = "".join(chars)  # hashable: font_supports caches per (font, characters)
-        usable = [path for path in fonts if font_supports(path, chars)]
+        chars = "".join(chars)
+        coverage = CoverageCache()
+        usable = [path for path in fonts if coverage.supports(path, chars, font_supports)]
+        coverage.save()
         if not usable:
             raise FileNotFoundError(
                 "none of the %d fonts found in %s can draw every character of the charset "
