@@ -12,6 +12,16 @@ from crnn_multigpu.wrapper.devices import close_session, session_config  # noqa:
 N_VIRTUAL_CPUS = 4
 
 
+def pytest_collection_modifyitems(items):
+    """The modules with slow tests first, each module kept whole (its fixtures built once).
+
+    pytest-xdist hands tests out in this order: long ones started early leave short ones to
+    fill in at the end, instead of one process still running a long test while the other idles.
+    """
+    with_slow = set(item.module.__name__ for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: item.module.__name__ not in with_slow)
+
+
 @pytest.fixture(autouse=True)
 def fresh_graph():
     """Every test builds into its own default graph."""

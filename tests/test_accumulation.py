@@ -419,6 +419,7 @@ def checkpoint_values(run_dir):
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
+@pytest.mark.slow
 def test_crnn_train_accumulate_resumes_exactly(tiny_dataset, tmp_path, capsys):
     """crnn-train --accumulate 2 with the feed-free input (the Trainer tests above feed):
     progress counts optimizer steps; --stop-at and --resume (which restarts at a cycle

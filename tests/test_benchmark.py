@@ -28,6 +28,7 @@ CONFIGURATIONS = ("plain", "wrapper_1", "wrapper_2", "wrapper_4", "mirrored_2", 
                                             if TF_VERSION >= (2, 0) else ())
 
 
+@pytest.mark.slow
 def test_quick_benchmark_builds_every_configuration_and_writes_the_ratios(tmp_path, tiny_dataset):
     out = str(tmp_path / "bench.json")
     result = subprocess.run(
@@ -60,6 +61,7 @@ def test_gpu_mode_on_a_machine_without_enough_gpus_says_so():
     assert "no configuration could be built" in result.stderr
 
 
+@pytest.mark.slow
 def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
     out = str(tmp_path / "eff.json")
     result = subprocess.run(

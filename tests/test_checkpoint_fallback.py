@@ -124,6 +124,7 @@ def delete_newest_index(run):
     return "model.ckpt-6 (index file missing)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [truncate_newest_data, delete_newest_index])
 def test_damaged_newest_falls_back_and_resume_continues(damage, run, tiny_dataset, tmp_path):
     """evaluate and --resume use step 3 with one warning; the damaged files are moved aside."""
@@ -175,6 +176,7 @@ def test_lost_or_garbled_state_file_still_finds_checkpoints(run, tiny_dataset):
     assert step_of(latest_checkpoint(run)) == 7
 
 
+@pytest.mark.slow
 def test_all_damaged_is_one_error_line_and_nothing_changes(run, tiny_dataset):
     truncate_newest_data(run)
     os.remove(os.path.join(checkpoint_dir(run), "model.ckpt-3.index"))

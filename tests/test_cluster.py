@@ -391,6 +391,7 @@ def error_lines(log_path):
             if line.startswith("error: ") or "Traceback" in line]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_training_is_one_line_and_the_checkpoint_stays(local_cluster,
                                                                           tiny_dataset, tmp_path):
     from crnn_multigpu.runtime.checkpoints import latest_checkpoint
@@ -416,6 +417,7 @@ def test_a_worker_killed_mid_training_is_one_line_and_the_checkpoint_stays(local
     assert newest is not None and "the newest checkpoint %s is kept" % newest in lines[0]
 
 
+@pytest.mark.slow
 def test_a_worker_port_that_is_not_tensorflow_is_one_line(tiny_dataset, tmp_path):
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
@@ -443,6 +445,7 @@ def test_a_worker_port_that_is_not_tensorflow_is_one_line(tiny_dataset, tmp_path
     assert "no checkpoint was saved" in lines[0]
 
 
+@pytest.mark.slow
 def test_ctrl_c_twice_leaves_a_step_hung_on_a_stopped_worker(local_cluster, tiny_dataset,
                                                              tmp_path):
     """A worker that stops answering (SIGSTOP: alive, silent) holds the step until

@@ -65,6 +65,7 @@ def last_logged_step(log_path):
     return steps[-1] if steps else 0
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume(tiny_dataset, tmp_path):
     """SIGKILL at random states of runs that cannot finish first; resuming loses nothing.
 
@@ -163,6 +164,7 @@ def test_nonfinite_skip_policy_skips_the_batch(tmp_path, make_session):
     assert trainer.skipped_steps == [3] and readable_step(str(tmp_path)) == 8
 
 
+@pytest.mark.slow
 def test_same_seed_same_losses(tiny_dataset, tmp_path):
     from crnn_multigpu.cli import train
     logs = []

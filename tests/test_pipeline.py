@@ -170,6 +170,7 @@ def test_in_memory_arrays_are_a_source(make_session):
     assert sorted(seen) == list(range(16))
 
 
+@pytest.mark.slow
 def test_feed_free_training_equals_feed_dict_training(tiny_dataset, make_session):
     dataset = open_dataset(tiny_dataset, charset=CHARSET)
     reference = StepBatches(dataset, CHARSET, BATCH, fixed_width=100, seed=0)
@@ -218,6 +219,7 @@ def test_trainer_feed_free_reports_source_errors(tmp_path, make_session):
         trainer.train(make_session(), steps=2)
 
 
+@pytest.mark.slow
 def test_trainer_feed_free_runs_and_resumes_exactly(tiny_dataset, tmp_path, make_session):
     dataset = open_dataset(tiny_dataset, charset=CHARSET)
 

@@ -98,6 +98,7 @@ def test_float32_policy_adds_nothing_to_the_graph(plain):
     assert not any("loss_scale" in name for name in plain["end"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 def test_mixed_precision_matches_float32_with_plain_checkpoints(policy, plain, tmp_path):
     # float16: a loss scale that does not overflow this model, so that no step is skipped.
@@ -216,6 +217,7 @@ def run_train(args):
         return train.main(args)
 
 
+@pytest.mark.slow
 def test_crnn_train_mixed_bfloat16_end_to_end(tiny_dataset, tmp_path, capsys):
     out = str(tmp_path / "run")
     assert run_train(["--train", tiny_dataset, "--val", tiny_dataset, "--out", out,
@@ -230,6 +232,7 @@ def test_crnn_train_mixed_bfloat16_end_to_end(tiny_dataset, tmp_path, capsys):
     assert json.load(open(os.path.join(out, "config.json")))["precision"] == "mixed_bfloat16"
 
 
+@pytest.mark.slow
 def test_crnn_train_mixed_float16_resumes_exactly(tiny_dataset, tmp_path):
     """The loss scale is part of the checkpoint: a resumed run continues as one run would."""
     straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")

@@ -86,6 +86,7 @@ def test_checkpoint_and_model_together_are_refused(tmp_path, capsys):
     assert error.count("\n") == 1 and "give --checkpoint or --model, not both" in error
 
 
+@pytest.mark.slow
 def test_an_installed_wheel_reads_a_word_and_a_page(tmp_path):
     """A wheel built from the repo and installed by ``pip`` into a fresh venv gives a
     ``crnn-predict`` that reads text: the shipped models travel in the package

@@ -152,6 +152,7 @@ def crnn_batch(n, width=24, seed=1):
             "widths": np.full(n, width, np.int32), "labels": labels, "label_lengths": lengths}
 
 
+@pytest.mark.slow
 def test_crnn_with_sync_bn_equals_the_plain_crnn(make_session):
     batch = crnn_batch(sum(SHARDS))
     want_out, want_loss, _, want_vars = plain_step(make_session, batch, TinyCRNN)
@@ -187,6 +188,7 @@ def test_cross_tower_sums_need_a_device_per_tower():
     TowerGroup(["/cpu:0", "/cpu:1"]).instance_key(("forward", 0))  # distinct devices: fine
 
 
+@pytest.mark.slow
 def test_crnn_train_sync_bn_on_two_towers_trains_like_one_tower(tiny_dataset, tmp_path):
     common = ["--train", tiny_dataset, "--steps", "2", "--model", "tiny", "--batch-size", "8",
               "--log-every", "0", "--validate-every", "0", "--checkpoint-every", "1"]

@@ -117,6 +117,7 @@ def test_train_writes_checkpoints_and_loss_falls(datasets, tmp_path, capsys):
     assert_figures(json.loads(capsys.readouterr().out.strip().splitlines()[-1]), figures)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("augment", ["0", "0.5"])
 def test_resume_continues_exactly(datasets, tmp_path, augment):
     folder, _ = datasets
@@ -134,6 +135,7 @@ def test_resume_continues_exactly(datasets, tmp_path, augment):
     assert json.load(open(os.path.join(resumed, "config.json")))["augment"] == float(augment)
 
 
+@pytest.mark.slow
 def test_lmdb_training_evaluate_predict_export(datasets, tmp_path, capsys):
     folder, lmdb_dir = datasets
     out = str(tmp_path / "run")
@@ -178,6 +180,7 @@ def test_lmdb_training_evaluate_predict_export(datasets, tmp_path, capsys):
     assert exported == texts
 
 
+@pytest.mark.slow
 def test_strategies_share_checkpoints_and_evaluation_runs_on_towers(datasets, tmp_path, capsys):
     folder, _ = datasets
     out = str(tmp_path / "run")
@@ -258,6 +261,7 @@ def test_close_session_gives_up_on_a_close_that_never_returns():
     assert close_session(quick) is True and quick.closed.is_set()
 
 
+@pytest.mark.slow
 def test_init_from_takes_weights_and_starts_the_optimizer_afresh(datasets, tmp_path, capsys):
     folder, _ = datasets
     source, tuned = str(tmp_path / "source"), str(tmp_path / "tuned")

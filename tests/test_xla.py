@@ -34,6 +34,7 @@ def train_two_steps(make_session, xla):
     return before, after, op_types
 
 
+@pytest.mark.slow
 def test_an_xla_tower_gives_the_same_loss(make_session):
     before, after, plain_ops = train_two_steps(make_session, xla=False)
     xla_before, xla_after, xla_ops = train_two_steps(make_session, xla=True)
