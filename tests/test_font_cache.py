@@ -67,6 +67,20 @@ def test_a_cache_that_cannot_be_read_or_written_is_passed_over(tmp_path):
     assert len(check.calls) == 3 and blocked.read_text() == u""
 
 
+def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
+    from crnn_multigpu.datasets import font_cache
+    face, folder = font_copy(tmp_path), tmp_path / "cache"
+    cache = CoverageCache(str(folder / CACHE_NAME))
+    cache.supports(face, "abc", Counting())
+
+    def disk_full(data, stream):
+        stream.write("{")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(font_cache.json, "dump", disk_full)
+    cache.save()
+    assert os.listdir(str(folder)) == []
+
+
 def test_find_fonts_asks_each_face_once_across_processes(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_path() == str(tmp_path / "crnn_multigpu" / CACHE_NAME)

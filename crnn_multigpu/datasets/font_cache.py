@@ -49,6 +49,7 @@ class CoverageCache(object):
         """Write the answers (atomically); a cache folder that cannot be written is passed over."""
         if not self._new:
             return
+        temporary = None
         try:
             folder = os.path.dirname(self.path)
             os.makedirs(folder, exist_ok=True)
@@ -59,6 +60,8 @@ class CoverageCache(object):
             self._new = False
         except OSError as error:
             log.debug("font coverage cache %s not written: %s", self.path, error)
+            if temporary is not None and os.path.exists(temporary):
+                os.remove(temporary)  # a full disk leaves no half-written file behind
 
     def _load(self):
         if self._entries is None:
