@@ -86,6 +86,7 @@ def test_bad_settings_are_refused():
     model = CharNgramModel(CHARSET, ["abc"], order=2)
     for kwargs, message in (({"weight": -1.0}, "weight must be a number >= 0"),
                             ({"weight": float("nan")}, "weight must be a number >= 0"),
+                            ({"bonus": float("inf")}, "bonus must be a finite number"),
                             ({"beam": 0}, "beam must be a whole number >= 1")):
         with pytest.raises(ValueError, match=message):
             CharLmDecoder(model, **kwargs)

@@ -120,6 +120,9 @@ class CharLmDecoder(object):
     def __init__(self, model, weight=DEFAULT_WEIGHT, bonus=DEFAULT_BONUS, beam=DEFAULT_BEAM):
         if not weight >= 0 or not np.isfinite(weight):
             raise ValueError("the language model weight must be a number >= 0, got %r" % (weight,))
+        if not np.isfinite(bonus):
+            raise ValueError("the language model bonus must be a finite number, got %r"
+                             % (bonus,))
         if int(beam) != beam or beam < 1:
             raise ValueError("the language model beam must be a whole number >= 1, got %r"
                              % (beam,))
