@@ -87,6 +87,25 @@ def decode_rows(charset, ids):
     return [charset.decode([int(i) for i in row if i >= 0]) for row in np.asarray(ids)]
 
 
+class FittedDecoder(object):
+    """A Recognizer attribute holding a decoder (or None) that must read the model's charset."""
+
+    def __init__(self, what, doc):
+        self.what, self.__doc__ = what, doc
+
+    def __set_name__(self, owner, name):
+        self.slot = "_" + name
+
+    def __get__(self, recognizer, owner=None):
+        return self if recognizer is None else getattr(recognizer, self.slot, None)
+
+    def __set__(self, recognizer, decoder):
+        if decoder is not None and decoder.charset != recognizer.charset:
+            raise ValueError("%s was fitted to charset %r but the model reads %r"
+                             % (self.what, decoder.charset, recognizer.charset))
+        setattr(recognizer, self.slot, decoder)
+
+
 class Recognizer(object):
     """Recognise text lines with the newest checkpoint of a run directory.
 
@@ -111,6 +130,13 @@ class Recognizer(object):
     and ``image_width`` (fixed, or None) describe what was built; ``frames_single_bands`` says
     whether :meth:`read_crops` also reads a tight single-band crop framed.
     """
+
+    lexicon = FittedDecoder(
+        "the lexicon", "The :class:`~crnn_multigpu.ocr.lexicon.LexiconDecoder` applied to every "
+                       "output, or None.")
+    language_model = FittedDecoder(
+        "the language model", "The :class:`~crnn_multigpu.ocr.char_lm.CharLmDecoder` that reads "
+                              "every image, or None.")
 
     def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,
                  strategy=None, model_cls=None, language_model=None):
@@ -143,30 +169,6 @@ class Recognizer(object):
         saver.restore(self.session, self.checkpoint)
         self.session.run(self.towers.post_init_op)
         log.info("restored %s", self.checkpoint)
-
-    @property
-    def lexicon(self):
-        """The :class:`~crnn_multigpu.ocr.lexicon.LexiconDecoder` applied to every output, or None."""
-        return self._lexicon
-
-    @lexicon.setter
-    def lexicon(self, decoder):
-        self._lexicon = self._fitted(decoder, "the lexicon")
-
-    @property
-    def language_model(self):
-        """The :class:`~crnn_multigpu.ocr.char_lm.CharLmDecoder` that reads every image, or None."""
-        return self._language_model
-
-    @language_model.setter
-    def language_model(self, decoder):
-        self._language_model = self._fitted(decoder, "the language model")
-
-    def _fitted(self, decoder, what):
-        if decoder is not None and decoder.charset != self.charset:
-            raise ValueError("%s was fitted to charset %r but the model reads %r"
-                             % (what, decoder.charset, self.charset))
-        return decoder
 
     @property
     def time_steps(self):
