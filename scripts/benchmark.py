@@ -14,7 +14,6 @@ where wrapper_2 and mirrored_2 spend different op time, by op type.
 """
 import argparse
 import collections
-import json
 import os
 import platform
 import sys
@@ -33,6 +32,7 @@ from crnn_multigpu.wrapper.sharding import split_batch  # noqa: E402
 from crnn_multigpu.wrapper.strategies import (ParameterServer, Replicated,  # noqa: E402
                                               SpreadParameterServer)
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
+from reports import write_json  # noqa: E402  (scripts/ is on sys.path when run)
 
 N_CPUS = 4
 LOW_PRECISIONS = ("mixed_float16", "mixed_bfloat16")
@@ -271,13 +271,9 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=None, help="steps timed per repetition")
     parser.add_argument("--batch-size", type=int, default=32, help="global batch")
     parser.add_argument("--json", help="write the figures here")
-    parser.add_argument("--profile", action="store_true",
-                        help="trace steps of every configuration (op time, iterator waits, op "
-                             "types)")
-    parser.add_argument("--trace-steps", type=int, default=3,
-                        help="with --profile: traced steps per configuration (default 3)")
-    parser.add_argument("--warmup", type=int, default=3,
-                        help="untimed steps per configuration before the repetitions (default 3)")
+    parser.add_argument("--profile", action="store_true", help="trace steps: op time and types")
+    parser.add_argument("--trace-steps", type=int, default=3, help="traced steps (--profile)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per configuration")
     parser.add_argument("--min-seconds", type=float, default=0.3,
                         help="each configuration's share of a repetition runs at least this "
                              "long, in more steps if needed (default 0.3)")
@@ -414,8 +410,7 @@ def main(argv=None):
                               "processor": platform.processor() or platform.machine()},
                   "settings": {"reps": reps, "steps": steps, "batch_size": args.batch_size,
                                "virtual_cpus": N_CPUS, "model": "CRNN() defaults"}}
-        with open(args.json, "w") as stream:
-            json.dump(report, stream, indent=2, sort_keys=True)
+        write_json(args.json, report)
     for config in configs:
         config.session.close()
     return 0

@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from peer_benchmark import cpu_snapshot, cpu_window, load_average, others_share  # noqa: E402
+from reports import write_json  # noqa: E402  (scripts/ is on sys.path when run)
 
 BLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 SIZES = (1024, 2048, 3072)
@@ -153,9 +154,7 @@ def main(argv=None):
     result = measure_in_subprocess(tensorflow=args.tensorflow, repeats=args.repeats,
                                    sizes=args.sizes)
     print(format_result(result))
-    if args.json:
-        with open(args.json, "w") as stream:
-            json.dump(result, stream, indent=2, sort_keys=True)
+    write_json(args.json, result)
     return 0
 
 

@@ -40,6 +40,8 @@ import time
 
 import numpy as np
 
+from reports import write_json  # scripts/ is on sys.path when run
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULT_PREFIX = "PEER_RESULT "
@@ -569,8 +571,7 @@ def main(argv=None):
                       "train_steps", "infer_steps", "min_seconds", "quick")),
                   "machine": {"cpus": os.cpu_count(), "processor":
                               platform.processor() or platform.machine()}}
-        with open(args.json, "w") as stream:
-            json.dump(report, stream, indent=2, sort_keys=True)
+        write_json(args.json, report)
     failed = [n for n, rs in runs.items() if not all(rs)]
     return 1 if failed else 0
 

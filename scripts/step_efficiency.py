@@ -25,7 +25,6 @@ Usage::
 """
 import argparse
 import collections
-import json
 import os
 import platform
 import re
@@ -42,6 +41,7 @@ from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS  # noqa: E402
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 from benchmark import synthetic_batch  # noqa: E402  (scripts/ is on sys.path when run)
 from gemm_peak import SIZES, measure_in_subprocess  # noqa: E402
+from reports import write_json  # noqa: E402  (scripts/ is on sys.path when run)
 
 
 class Step(object):
@@ -208,9 +208,7 @@ def main(argv=None):
         for dtype, micros in by_dtype.most_common():
             print("    %-28s %8.1f ms %5.1f %%" % (dtype, micros / 1e3, 100 * micros / total_op))
         step.session.close()
-    if args.json:
-        with open(args.json, "w") as stream:
-            json.dump(report, stream, indent=2, sort_keys=True)
+    write_json(args.json, report)
     return 0
 
 

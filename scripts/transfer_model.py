@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import transfers  # noqa: E402  (beside this script: Python puts its folder on sys.path)
 from crnn_multigpu.compat import tf  # noqa: E402
 from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
-from crnn_multigpu.wrapper.strategies import (ParameterServer, Replicated,  # noqa: E402
+from crnn_multigpu.wrapper.strategies import (Replicated,  # noqa: E402
                                               SpreadParameterServer)
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
 from hardware import PLATFORMS, VALIDATION_RUNS  # noqa: E402

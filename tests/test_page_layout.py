@@ -1,6 +1,5 @@
 """Pages as people scan them: turned by a few degrees, set in two columns, scanned at 300 or
 600 dpi; read with the shipped line model against the text they were made from."""
-import os
 import subprocess
 
 import editdistance
