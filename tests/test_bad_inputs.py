@@ -159,20 +159,15 @@ def tiny_run(tiny_dataset, tmp_path_factory):
     return out
 
 
+# flag: (a bad value, what the flag must be); the expected line is "FLAG must be WHAT, got VALUE".
 TRAIN_FLAGS = {
-    "--steps": ("-5", "--steps must be at least 1, got -5"),
-    "--stop-at": ("0", "--stop-at must be at least 1, got 0"),
-    "--checkpoint-every": ("-1", "--checkpoint-every must be at least 0, got -1"),
-    "--log-every": ("-50", "--log-every must be at least 0, got -50"),
-    "--validate-every": ("-1", "--validate-every must be at least 0, got -1"),
-    "--validate-max": ("-1", "--validate-max must be at least 0, got -1"),
-    "--batch-size": ("0", "--batch-size must be at least 1, got 0"),
-    "--lr": ("-1", "--lr must be greater than 0, got -1"),
-    "--clip-norm": ("-0.5", "--clip-norm must be at least 0, got -0.5"),
-    "--width": ("-8", "--width must be at least 0, got -8"),
-    "--towers": ("-2", "--towers must be at least 1, got -2"),
-    "--gpus-per-task": ("-1", "--gpus-per-task must be at least 0, got -1"),
-    "--augment": ("nan", "--augment must be a finite number, got 'nan'"),
+    "--steps": ("-5", "at least 1"), "--stop-at": ("0", "at least 1"),
+    "--checkpoint-every": ("-1", "at least 0"), "--log-every": ("-50", "at least 0"),
+    "--validate-every": ("-1", "at least 0"), "--validate-max": ("-1", "at least 0"),
+    "--batch-size": ("0", "at least 1"), "--lr": ("-1", "greater than 0"),
+    "--clip-norm": ("-0.5", "at least 0"), "--width": ("-8", "at least 0"),
+    "--towers": ("-2", "at least 1"), "--gpus-per-task": ("-1", "at least 0"),
+    "--augment": ("nan", "a finite number"),
 }
 OTHER_FLAGS = [
     ("evaluate", ["--data", "x", "--batch-size", "0"], "--batch-size must be at least 1, got 0"),
@@ -188,15 +183,20 @@ OTHER_FLAGS = [
     ("generate", ["--out", "o", "--difficulty", "1.5"], "--difficulty must be in [0, 1], got 1.5"),
     ("generate", ["--out", "o", "--holdout-fraction", "1"], "--holdout-fraction must be in [0, 1)"),
     ("main_job", ["--steps", "-1"], "--steps must be at least 1, got -1"),
+    ("generate", ["--out", "o", "--font-dir", "/no/fonts"], "--font-dir must be an existing folder"),
+    ("main_job", ["--font-dir", "/no/fonts"], "--font-dir must be an existing folder, got '/no/"),
+    ("predict", ["x.png", "--lines", "--page"], "--page: not allowed with argument --lines"),
 ]
+TOOLS = ("evaluate", "export", "generate", "main_job", "predict", "train")
 
 
 @pytest.mark.parametrize("flag", sorted(TRAIN_FLAGS))
 def test_every_numeric_train_flag_is_range_checked(flag, tiny_dataset, tmp_path, capsys):
-    value, message = TRAIN_FLAGS[flag]
+    value, bound = TRAIN_FLAGS[flag]
     code, err = cli(train.main, ["--train", tiny_dataset, "--out", str(tmp_path / "run"),
                                  flag, value], capsys)
-    assert one_error_line(code, err) == "error: " + message
+    got = value if bound != "a finite number" else repr(value)
+    assert one_error_line(code, err) == "error: %s must be %s, got %s" % (flag, bound, got)
     assert not os.path.exists(str(tmp_path / "run"))
 
 
@@ -207,6 +207,16 @@ def test_every_numeric_flag_of_the_other_tools_is_range_checked(tool, argv, mess
     module = importlib.import_module("crnn_multigpu.cli." + tool)
     code, err = cli(module.main, argv, capsys)
     assert message in one_error_line(code, err)
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_help_returns_0_and_a_malformed_line_2_to_an_in_process_caller(tool, capsys):
+    import importlib
+    module = importlib.import_module("crnn_multigpu.cli." + tool)
+    assert module.main(["--help"]) == 0
+    assert "usage:" in capsys.readouterr().out
+    code, err = cli(module.main, ["--no-such-option"], capsys)
+    assert "--no-such-option" in one_error_line(code, err) or "required" in err
 
 
 def test_a_missing_checkpoint_is_named(tiny_dataset, tmp_path, capsys):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from crnn_multigpu.cli import evaluate, predict
-from crnn_multigpu.cli.evaluate import SHIPPED_MODELS
+from crnn_multigpu.cli import predict
+from crnn_multigpu.cli.reading import SHIPPED_MODELS
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.datasets.lines import ascii_spelling
 from crnn_multigpu.ocr.page import (DESCENDER, LineBox, baseline_row, crop_line, find_lines,
@@ -174,7 +174,7 @@ def test_the_shipped_text_model_reads_a_printed_page(tmp_path, capsys):
 def test_page_and_lines_without_the_text_model_say_how_to_make_one(tmp_path, capsys,
                                                                      monkeypatch):
     missing = str(tmp_path / "models" / "text")
-    monkeypatch.setitem(evaluate.SHIPPED_MODELS, "text", missing)
+    monkeypatch.setitem(SHIPPED_MODELS, "text", missing)
     path = str(tmp_path / "page.png")
     render_page()[0].save(path)
     for flag in ("--page", "--lines"):

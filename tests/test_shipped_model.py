@@ -8,7 +8,7 @@ import sysconfig
 import pytest
 from PIL import Image, ImageDraw
 
-from crnn_multigpu.cli.evaluate import SHIPPED_MODELS
+from crnn_multigpu.cli.reading import SHIPPED_MODELS
 from crnn_multigpu.datasets import load_font, load_image
 from crnn_multigpu.ocr.inference import Recognizer
 from waiting import HANG_GUARD
@@ -126,6 +126,6 @@ def test_an_installed_wheel_reads_a_word_and_a_page(tmp_path):
     predict = str(venv / "bin" / "crnn-predict")
     assert run(predict, word, env=env).strip() == "%s\tWelcome" % word
     assert run(predict, "--page", page, env=env).split("\n")[0] == truth[0][0]
-    where = run(python, "-c", "import crnn_multigpu.cli.evaluate as e; print(e.MODELS_DIR)",
+    where = run(python, "-c", "import crnn_multigpu.cli.reading as r; print(r.MODELS_DIR)",
                 env=env).strip()
     assert where == os.path.join(purelib.strip(), "crnn_multigpu", "models")

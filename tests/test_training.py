@@ -12,7 +12,7 @@ from waiting import HANG_GUARD
 from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 from crnn_multigpu.cli import evaluate, export, predict, train
-from crnn_multigpu.cli.evaluate import SHIPPED_MODELS
+from crnn_multigpu.cli.reading import SHIPPED_MODELS
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import (SyntheticTextGenerator, find_fonts, load_image, read_labels,
                                     write_dataset, write_lmdb)

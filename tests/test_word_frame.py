@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from crnn_multigpu.cli.evaluate import SHIPPED_MODELS
+from crnn_multigpu.cli.reading import SHIPPED_MODELS
 from crnn_multigpu.datasets import load_image
 from crnn_multigpu.ocr.inference import Recognizer
 from crnn_multigpu.ocr.word_frame import ROOM_ABOVE, ROOM_BELOW, single_band_frame

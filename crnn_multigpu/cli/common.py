@@ -36,25 +36,32 @@ def print_figures(figures):
     sys.stdout.flush()
 
 
-def run_main(body, argv=None):
-    """Run ``body(argv)`` and turn user errors into ``error: ...`` on stderr with exit code 2.
+def console_entry(body, tool):
+    """The console entry point ``main(argv=None) -> exit code`` of ``tool`` doing ``body(argv)``.
 
-    Set ``CRNN_TRACEBACK=1`` to see the full traceback of such an error.
+    User errors become one ``error: ...`` line on stderr and exit code 2 (set
+    ``CRNN_TRACEBACK=1`` for the full traceback); argparse's own exits (``--help``) become the
+    returned code, so an in-process caller gets a code rather than SystemExit.
     """
-    try:
-        return body(argv) or 0
-    except KeyboardInterrupt:
-        # Ctrl-C outside a training loop (which saves and exits 130 itself): no traceback.
-        sys.stderr.write("interrupted\n")
-        return 130
-    except Exception as error:
-        if os.environ.get("CRNN_TRACEBACK") or not (
-                isinstance(error, USER_ERRORS) or getattr(error, "user_facing", False)):
-            raise
-        message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        sys.stderr.write("error: %s\n" % message)
-        sys.stderr.flush()
-        return 2
+    def main(argv=None):
+        try:
+            return body(argv) or 0
+        except SystemExit as exit_request:
+            return exit_request.code if isinstance(exit_request.code, int) else 2
+        except KeyboardInterrupt:
+            # Ctrl-C outside a training loop (which saves and exits 130 itself): no traceback.
+            sys.stderr.write("interrupted\n")
+            return 130
+        except Exception as error:
+            if os.environ.get("CRNN_TRACEBACK") or not (
+                    isinstance(error, USER_ERRORS) or getattr(error, "user_facing", False)):
+                raise
+            message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            sys.stderr.write("error: %s\n" % message)
+            sys.stderr.flush()
+            return 2
+    main.__doc__ = "Console entry point of %s; returns the exit code (2 on a user error)." % tool
+    return main
 
 
 class UsageError(ValueError):
@@ -64,7 +71,7 @@ class UsageError(ValueError):
 class ArgumentParser(argparse.ArgumentParser):
     """argparse without the usage block on errors: ``error: --steps must be ...``, exit 2.
 
-    ``error`` raises UsageError, which ``run_main`` prints as one line; ``--help`` is unchanged.
+    ``error`` raises UsageError, which ``console_entry`` prints as one line; ``--help`` is unchanged.
     """
 
     def error(self, message):
@@ -135,6 +142,24 @@ def float_range(low, high=None, low_open=False, high_open=False, noun=None):
 positive_float = float_range(0.0, low_open=True)
 non_negative_float = float_range(0.0)
 unit_float = float_range(0.0, 1.0)
+
+
+def existing_folder(text):
+    """An argparse type: a path that is a folder."""
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError("must be an existing folder, got %r" % text)
+    return text
+
+
+def add_font_arguments(parser):
+    """--font-dir and --holdout-fraction: where the typefaces are, and the share of families
+    the deterministic train/held-out split keeps apart (crnn-generate and the main job)."""
+    parser.add_argument("--font-dir", action="append", metavar="DIR", type=existing_folder,
+                        help="folder searched recursively for .ttf/.otf/.pfb/.woff fonts; "
+                             "repeatable (default: $CRNN_FONT_DIRS or the system font folders)")
+    parser.add_argument("--holdout-fraction", type=float_range(0.0, 1.0, high_open=True),
+                        default=0.2,
+                        help="share of font families held out by the split (default: %(default)s)")
 
 
 def refuse_to_overwrite(path, flag, overwrite):

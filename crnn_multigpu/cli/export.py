@@ -21,9 +21,8 @@ import sys
 import tempfile
 
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
-                                      chosen_model_class, non_negative_int, run_main,
-                                      setup_logging)
-from crnn_multigpu.cli.evaluate import resolve_run
+                                      chosen_model_class, console_entry, setup_logging)
+from crnn_multigpu.cli.reading import add_beam_width_argument, resolve_run
 
 
 def build_parser():
@@ -32,8 +31,7 @@ def build_parser():
     parser.add_argument("--out", required=True, help="SavedModel directory to create (must not exist)")
     parser.add_argument("--format", choices=("savedmodel", "checkpoint"), default="savedmodel",
                         help="savedmodel (default) or checkpoint: a slim run folder")
-    parser.add_argument("--beam-width", type=non_negative_int, default=0,
-                        help="0: greedy; >1: CTC beam search")
+    add_beam_width_argument(parser)
     add_model_class_argument(parser)
     parser.add_argument("--verbose", action="store_true")
     return parser
@@ -142,10 +140,7 @@ def main_body(argv=None):
     return 0
 
 
-def main(argv=None):
-    """Console entry point of crnn-export."""
-    return run_main(main_body, argv)
-
+main = console_entry(main_body, "crnn-export")
 
 if __name__ == "__main__":
     sys.exit(main())

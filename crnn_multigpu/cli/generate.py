@@ -14,8 +14,8 @@ import os
 import sys
 import time
 
-from crnn_multigpu.cli.common import (ArgumentParser, float_range, non_negative_int,
-                                      positive_int, run_main, setup_logging, unit_float)
+from crnn_multigpu.cli.common import (ArgumentParser, add_font_arguments, console_entry,
+                                      non_negative_int, positive_int, setup_logging, unit_float)
 from crnn_multigpu.datasets.fonts import FONT_SIDES
 
 
@@ -25,61 +25,56 @@ def build_parser():
         prog="crnn-generate",
         description="Render synthetic text-line images with their labels, in the folder format "
                     "(images/*.png + labels.txt) or the crnn.pytorch LMDB format.")
-    parser.add_argument("--out", metavar="DIR", help="output folder (required unless --list-fonts)")
-    parser.add_argument("--list-fonts", action="store_true",
+    output = parser.add_argument_group("where and how the images are written")
+    output.add_argument("--out", metavar="DIR", help="output folder (required unless --list-fonts)")
+    output.add_argument("--list-fonts", action="store_true",
                         help="list the font families found, with their side of the split, and exit")
-    parser.add_argument("--count", type=positive_int, default=1000, metavar="N",
+    output.add_argument("--count", type=positive_int, default=1000, metavar="N",
                         help="number of images (default: %(default)s)")
-    parser.add_argument("--start", type=non_negative_int, default=0, metavar="I",
+    output.add_argument("--start", type=non_negative_int, default=0, metavar="I",
                         help="index of the first sample (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
-    parser.add_argument("--charset", metavar="FILE",
-                        help="charset file, one character per line (default: 0-9 and a-z; with "
-                             "--lines the 95 printable ASCII characters)")
-    parser.add_argument("--lines", action="store_true",
-                        help="whole printed lines (1-60 characters) of English prose, phrases, "
-                             "code and numbers, in mixed faces, instead of single words")
-    parser.add_argument("--text", action="append", metavar="FILE",
-                        help="with --lines: UTF-8 prose to cut lines from, repeatable (default: "
-                             "the Python documentation and /usr/share/common-licenses); "
-                             "implies --lines")
-    parser.add_argument("--font-dir", action="append", metavar="DIR",
-                        help="folder searched recursively for .ttf/.otf/.pfb fonts; repeatable "
-                             "(default: $CRNN_FONT_DIRS or the system font folders)")
-    parser.add_argument("--fonts", choices=FONT_SIDES, default="all",
-                        help="which side of the deterministic train/held-out split (by font "
-                             "family) to use (default: %(default)s)")
-    parser.add_argument("--holdout-fraction", type=float_range(0.0, 1.0, high_open=True),
-                        default=0.2,
-                        help="share of font families held out by the split (default: %(default)s)")
-    parser.add_argument("--include-reserved", action="store_true",
-                        help="also use the families reserved for independent evaluation "
-                             "(Liberation, Arimo, Tinos, Cousine, FreeFont, URW base35, TeX Gyre)")
-    parser.add_argument("--words", metavar="FILE",
-                        help="word list, one word (or word<TAB>count) per line (default: the "
-                             "system list, /usr/share/dict)")
-    parser.add_argument("--kinds", metavar="K,K",
-                        help="kinds of text, comma-separated, from word (dictionary words), number, "
-                             "code (letters and digits), pseudo (pronounceable), random; with "
-                             "--lines from prose, phrase, code, numbers (default: these four, mixed), "
-                             "table (rows of short cells) and confusable (identifiers and codes "
-                             "of look-alike glyphs: 1/l/I, 0/O), the last two drawn only when named")
-    parser.add_argument("--min-len", type=positive_int,
-                        default=1, help="shortest text (default: 1)")
-    parser.add_argument("--max-len", type=positive_int,
-                        default=None, help="longest text (default: 10; 60 with --lines)")
-    parser.add_argument("--difficulty", type=unit_float, default=0.5,
-                        help="distortion strength from 0 (clean) to 1 (default: %(default)s)")
-    parser.add_argument("--format", choices=("folder", "lmdb"), default="folder",
+    output.add_argument("--seed", type=int, default=0, help="random seed (default: %(default)s)")
+    output.add_argument("--format", choices=("folder", "lmdb"), default="folder",
                         help="output format (default: %(default)s)")
-    parser.add_argument("--lazy", action="store_true",
+    output.add_argument("--lazy", action="store_true",
                         help="write only a recipe (synthetic.json): images are rendered when "
                              "read, e.g. by crnn-train, so --count can be millions")
-    parser.add_argument("--overwrite", action="store_true",
+    output.add_argument("--overwrite", action="store_true",
                         help="replace an existing dataset in --out")
-    parser.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
+    output.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
                         help="processes rendering the folder format (default: one per CPU)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    output.add_argument("--quiet", action="store_true", help="no progress lines")
+    text = parser.add_argument_group("what the images say")
+    text.add_argument("--charset", metavar="FILE",
+                      help="charset file, one character per line (default: 0-9 and a-z; with "
+                           "--lines the 95 printable ASCII characters)")
+    text.add_argument("--lines", action="store_true",
+                      help="whole printed lines (1-60 characters) of English prose, phrases, "
+                           "code and numbers, in mixed faces, instead of single words")
+    text.add_argument("--text", action="append", metavar="FILE",
+                      help="with --lines: UTF-8 prose to cut lines from, repeatable (default: "
+                           "the Python documentation and /usr/share/common-licenses); "
+                           "implies --lines")
+    text.add_argument("--words", metavar="FILE", help="word list, one word (or word<TAB>count) "
+                                                      "a line (default: /usr/share/dict's)")
+    text.add_argument("--kinds", metavar="K,K",
+                      help="kinds of text, comma-separated, from word (dictionary words), number, "
+                           "code (letters and digits), pseudo (pronounceable), random; with "
+                           "--lines from prose, phrase, code, numbers (default: these four, mixed), "
+                           "table (rows of short cells) and confusable (identifiers and codes "
+                           "of look-alike glyphs: 1/l/I, 0/O), the last two drawn only when named")
+    text.add_argument("--min-len", type=positive_int, default=1, help="shortest text (default: 1)")
+    text.add_argument("--max-len", type=positive_int, help="longest (default: 10; 60 with --lines)")
+    look = parser.add_argument_group("how the text looks")
+    look.add_argument("--fonts", choices=FONT_SIDES, default="all",
+                      help="which side of the deterministic train/held-out split (by font "
+                           "family) to use (default: %(default)s)")
+    add_font_arguments(look)
+    look.add_argument("--include-reserved", action="store_true",
+                      help="also use the families reserved for independent evaluation "
+                           "(Liberation, Arimo, Tinos, Cousine, FreeFont, URW base35, TeX Gyre)")
+    look.add_argument("--difficulty", type=unit_float, default=0.5,
+                      help="distortion strength from 0 (clean) to 1 (default: %(default)s)")
     return parser
 
 
@@ -92,9 +87,6 @@ def _check_arguments(args):
         args.max_len = 60 if args.lines else 10
     if args.min_len > args.max_len:
         raise ValueError("--min-len %d is longer than --max-len %d" % (args.min_len, args.max_len))
-    for font_dir in args.font_dir or ():
-        if not os.path.isdir(font_dir):
-            raise FileNotFoundError("--font-dir %s is not a folder" % font_dir)
     existing = [name for name in ("labels.txt", "data.mdb", "synthetic.json")
                 if args.out and os.path.exists(os.path.join(args.out, name))]
     if existing and not args.overwrite:
@@ -175,13 +167,7 @@ def main_body(argv=None):
     return 0
 
 
-def main(argv=None):
-    """Entry point of ``crnn-generate``; returns the exit code (2 on a user error)."""
-    try:
-        return run_main(main_body, argv)
-    except SystemExit as exit_request:  # argparse: --help, or a malformed command line
-        return exit_request.code if isinstance(exit_request.code, int) else 2
-
+main = console_entry(main_body, "crnn-generate")
 
 if __name__ == "__main__":
     sys.exit(main())

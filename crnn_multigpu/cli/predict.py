@@ -12,34 +12,27 @@ one line per line, column after column, pages separated by a form feed.
 import os
 import sys
 
-from crnn_multigpu.cli.common import (ArgumentParser, chosen_model_class, non_negative_int,
-                                      refuse_to_overwrite, run_main, setup_logging)
-from crnn_multigpu.cli.evaluate import (add_language_model_arguments, add_lexicon_arguments,
-                                        add_model_arguments, add_towers_argument, chosen_run,
-                                        language_model_decoder, lexicon_decoder, lexicon_words)
+from crnn_multigpu.cli.common import (ArgumentParser, chosen_model_class, console_entry,
+                                      refuse_to_overwrite, setup_logging)
+from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_run, language_model_decoder,
+                                       lexicon_decoder, lexicon_words)
 
 
 def build_parser():
     parser = ArgumentParser(prog="crnn-predict", description=__doc__.splitlines()[0])
-    add_model_arguments(parser)
     parser.add_argument("images", nargs="+", help="image files, any size and mode")
-    parser.add_argument("--lines", action="store_true",
-                        help="the images are whole printed lines (case, spaces, punctuation): "
-                             "read by the shipped text model unless --checkpoint names another")
-    parser.add_argument("--page", action="store_true",
-                        help="the images are printed pages (scans at any dpi, turned by up to 5 "
-                             "degrees, one or two columns): find their lines and print each "
-                             "page's text, one line per line, column after column (no photos)")
-    parser.add_argument("--beam-width", type=non_negative_int,
-                        default=0, help="0: greedy; >1: CTC beam search")
-    parser.add_argument("--picture", help="write a PNG grid of the inputs with their predictions "
-                                          "(--page: the page with its line boxes and text)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="let --picture replace an existing file")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--lines", action="store_true",
+                      help="the images are whole printed lines (case, spaces, punctuation): "
+                           "read by the shipped text model unless --checkpoint names another")
+    kind.add_argument("--page", action="store_true",
+                      help="the images are printed pages (scans at any dpi, turned by up to 5 "
+                           "degrees, one or two columns): find their lines and print each "
+                           "page's text, one line per line, column after column (no photos)")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
-    add_language_model_arguments(parser)
-    add_lexicon_arguments(parser)
-    add_towers_argument(parser)
+    add_reading_arguments(parser, picture_help="write a PNG grid of the inputs with their "
+                                               "predictions (--page: the page with its line "
+                                               "boxes and text)")
     parser.add_argument("--verbose", action="store_true")
     return parser
 
@@ -107,10 +100,7 @@ def main_body(argv=None):
     return 1 if failed and not readable else 0
 
 
-def main(argv=None):
-    """Console entry point of crnn-predict."""
-    return run_main(main_body, argv)
-
+main = console_entry(main_body, "crnn-predict")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,11 +13,11 @@ from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.runtime.checkpoints import (ensure_writable, latest_checkpoint, load_config,
                                        require_checkpoint, save_config)
 from crnn_multigpu.wrapper import strategies
-from crnn_multigpu.cli.evaluate import resolve_run
+from crnn_multigpu.cli.reading import resolve_run
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
-                                      chosen_model_class, float_range, non_negative_float,
-                                      non_negative_int, positive_float, positive_int,
-                                      print_figures, run_main, setup_logging)
+                                      chosen_model_class, console_entry, float_range,
+                                      non_negative_float, non_negative_int, positive_float,
+                                      positive_int, print_figures, setup_logging)
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.crnn import CRNN
@@ -44,93 +44,99 @@ DEFAULT_BUCKET = 32
 
 def build_parser():
     parser = ArgumentParser(prog="crnn-train", description=__doc__.splitlines()[0])
-    parser.add_argument("--train", required=True, help="training set (folder with labels.txt, or LMDB)")
-    parser.add_argument("--val", help="validation set, evaluated every --validate-every steps and at the end")
-    parser.add_argument("--out", required=True, help="run directory: config.json, checkpoints/, logs/")
-    parser.add_argument("--charset", help="charset file, one character per line (default: 0-9a-z)")
-    add_model_class_argument(parser, training=True)
-    parser.add_argument("--model", metavar="SIZE",
-                        help="one of the model class's SIZES; CRNN's: small (0.5 M parameters, "
-                             "fast on CPU, default), medium (2.1 M), paper (8.2 M, Shi et al. "
-                             "2015 widths), or tiny (smoke tests)")
-    parser.add_argument("--width", type=non_negative_int, default=100,
-                        help="fixed image width (a multiple of the model class's DOWNSAMPLE: 4 "
-                             "for CRNN); 0 = keep aspect ratio, pad per batch")
-    parser.add_argument("--bucket", type=non_negative_int, default=None, metavar="N",
-                        help="with --width 0: sort each window of N batches by image width so "
-                             "batches are not mostly padding (default 32; 0 = off)")
-    parser.add_argument("--towers", type=positive_int, default=None,
-                        help="towers: first N GPUs; without GPUs, N virtual CPU devices (default: "
-                             "all GPUs, or 1 CPU tower)")
-    parser.add_argument("--strategy", choices=sorted(strategies.STRATEGIES), default="ps",
-                        help="where the variables live (default ps): " + "; ".join(
-                            "%s: %s" % (name, strategies.summary(cls))
-                            for name, cls in sorted(strategies.STRATEGIES.items())))
-    parser.add_argument("--all-reduce", choices=strategies.ALL_REDUCE, default=None,
-                        help="with --strategy replicated: nccl (GPUs), ring (any device), or "
-                             "auto (default: nccl when every tower is a GPU)")
-    parser.add_argument("--num-packs", type=non_negative_int, default=0, metavar="N",
-                        help="concatenate the gradients into at most N buffers before they "
-                             "cross devices (0: off, default)")
-    parser.add_argument("--cluster", help="cluster JSON ({'worker': [...], 'ps': [...]}): towers on "
-                                          "every worker, this process is the chief client")
-    parser.add_argument("--connect-timeout", type=non_negative_float, default=60.0,
-                        help="with --cluster: seconds to wait for every task to accept "
-                             "connections before giving up (default 60)")
-    parser.add_argument("--step-timeout", type=positive_float, default=120.0, metavar="SECONDS",
-                        help="with --cluster: a step (or save, or validation batch) that takes "
-                             "longer ends training with an error naming the tasks that stopped "
-                             "answering, the newest checkpoint kept (default 120)")
-    parser.add_argument("--gpus-per-task", type=non_negative_int, default=0,
-                        help="with --cluster: towers on each worker's first N GPUs (0: its CPU)")
-    parser.add_argument("--steps", type=positive_int,
-                        default=3000, help="train until this global step")
-    parser.add_argument("--stop-at", type=positive_int, default=None,
-                        help="stop with a checkpoint at this global step, keeping the schedule of "
-                             "--steps (train in slices; continue later with --resume)")
-    parser.add_argument("--batch-size", type=positive_int,
-                        default=32, help="global batch, split over towers")
-    parser.add_argument("--accumulate", type=positive_int, default=1, metavar="K",
-                        help="micro-batches (of --batch-size each) per optimizer step: the step "
-                             "takes the gradient of K x --batch-size examples (default 1)")
-    parser.add_argument("--lr", type=positive_float, default=1e-3,
-                        help="Adam learning rate (decays x0.3 at 60%% and x0.1 at 85%% of --steps)")
-    parser.add_argument("--clip-norm", type=non_negative_float,
-                        default=5.0, help="gradient clipping (0: off)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--augment", type=float_range(0.0, 1.0, noun="a strength"),
-                        default=0.0, metavar="STRENGTH",
-                        help="degrade training images on the fly (blur, resampling, contrast "
-                             "loss, noise, JPEG) at this strength in [0, 1]; 0 = off (default). "
-                             "Drawn from --seed and the step, so --resume continues exactly")
-    parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
-    parser.add_argument("--init-from", metavar="RUN",
-                        help="start this run from the weights of another: a run directory, a "
-                             "shipped model (models/text, models/words) or a checkpoint prefix; "
-                             "the optimizer and the step start afresh (fine-tuning on your data)")
-    parser.add_argument("--checkpoint-every", type=non_negative_int, default=500,
-                        help="steps between checkpoints (0: only at the end)")
-    parser.add_argument("--validate-every", type=non_negative_int, default=500,
-                        help="steps between validations (0: only at the end)")
-    parser.add_argument("--validate-max", type=non_negative_int, default=1000,
-                        help="validation images used during training (0: all; the final "
-                             "evaluation uses all)")
-    parser.add_argument("--log-every", type=non_negative_int, default=50,
-                        help="steps between progress lines (0: none)")
-    parser.add_argument("--input", choices=["dataset", "feed"], default=None,
-                        help="dataset (default): a tf.data pipeline per tower decodes batches "
-                             "ahead and prefetches them onto the tower; feed: feed_dict from a "
-                             "Python thread (the default with --cluster)")
-    parser.add_argument("--sync-bn", action="store_true",
-                        help="with several towers: batch norm uses the moments of the whole global "
-                             "batch instead of each tower's shard (what one tower would compute)")
-    parser.add_argument("--precision", choices=PRECISIONS, default="float32",
-                        help="what the towers compute in; variables and checkpoints stay float32 "
-                             "(mixed_float16 adds dynamic loss scaling; bfloat16 is fast on CPUs "
-                             "with AVX512_BF16/AMX)")
-    parser.add_argument("--on-nonfinite", choices=["stop", "skip"], default="stop",
-                        help="NaN/Inf loss: stop (default) or skip the batch")
-    parser.add_argument("--verbose", action="store_true")
+    data = parser.add_argument_group("data")
+    data.add_argument("--train", required=True, help="training set (folder with labels.txt, or LMDB)")
+    data.add_argument("--val", help="validation set, evaluated every --validate-every steps and at the end")
+    data.add_argument("--out", required=True, help="run directory: config.json, checkpoints/, logs/")
+    data.add_argument("--charset", help="charset file, one character per line (default: 0-9a-z)")
+    data.add_argument("--width", type=non_negative_int, default=100,
+                      help="fixed image width (a multiple of the model class's DOWNSAMPLE: 4 "
+                           "for CRNN); 0 = keep aspect ratio, pad per batch")
+    data.add_argument("--bucket", type=non_negative_int, default=None, metavar="N",
+                      help="with --width 0: sort each window of N batches by image width so "
+                           "batches are not mostly padding (default 32; 0 = off)")
+    data.add_argument("--augment", type=float_range(0.0, 1.0, noun="a strength"),
+                      default=0.0, metavar="STRENGTH",
+                      help="degrade training images on the fly (blur, resampling, contrast "
+                           "loss, noise, JPEG) at this strength in [0, 1]; 0 = off (default). "
+                           "Drawn from --seed and the step, so --resume continues exactly")
+    data.add_argument("--input", choices=["dataset", "feed"], default=None,
+                      help="dataset (default): a tf.data pipeline per tower decodes batches "
+                           "ahead and prefetches them onto the tower; feed: feed_dict from a "
+                           "Python thread (the default with --cluster)")
+    model = parser.add_argument_group("model")
+    add_model_class_argument(model, training=True)
+    model.add_argument("--model", metavar="SIZE",
+                       help="one of the model class's SIZES; CRNN's: small (0.5 M parameters, "
+                            "fast on CPU, default), medium (2.1 M), paper (8.2 M, Shi et al. "
+                            "2015 widths), or tiny (smoke tests)")
+    model.add_argument("--precision", choices=PRECISIONS, default="float32",
+                       help="what the towers compute in; variables and checkpoints stay float32 "
+                            "(mixed_float16 adds dynamic loss scaling; bfloat16 is fast on CPUs "
+                            "with AVX512_BF16/AMX)")
+    model.add_argument("--sync-bn", action="store_true",
+                       help="with several towers: batch norm uses the moments of the whole global "
+                            "batch instead of each tower's shard (what one tower would compute)")
+    placement = parser.add_argument_group("towers and where the variables live")
+    placement.add_argument("--towers", type=positive_int, default=None,
+                           help="towers: first N GPUs; without GPUs, N virtual CPU devices (default: "
+                                "all GPUs, or 1 CPU tower)")
+    placement.add_argument("--strategy", choices=sorted(strategies.STRATEGIES), default="ps",
+                           help="where the variables live (default ps): " + "; ".join(
+                               "%s: %s" % (name, strategies.summary(cls))
+                               for name, cls in sorted(strategies.STRATEGIES.items())))
+    placement.add_argument("--all-reduce", choices=strategies.ALL_REDUCE, default=None,
+                           help="with --strategy replicated: nccl (GPUs), ring (any device), or "
+                                "auto (default: nccl when every tower is a GPU)")
+    placement.add_argument("--num-packs", type=non_negative_int, default=0, metavar="N",
+                           help="concatenate the gradients into at most N buffers before they "
+                                "cross devices (0: off, default)")
+    cluster = parser.add_argument_group("several machines")
+    cluster.add_argument("--cluster", help="cluster JSON ({'worker': [...], 'ps': [...]}): towers on "
+                                           "every worker, this process is the chief client")
+    cluster.add_argument("--connect-timeout", type=non_negative_float, default=60.0,
+                         help="with --cluster: seconds to wait for every task to accept "
+                              "connections before giving up (default 60)")
+    cluster.add_argument("--step-timeout", type=positive_float, default=120.0, metavar="SECONDS",
+                         help="with --cluster: a step (or save, or validation batch) that takes "
+                              "longer ends training with an error naming the tasks that stopped "
+                              "answering, the newest checkpoint kept (default 120)")
+    cluster.add_argument("--gpus-per-task", type=non_negative_int, default=0,
+                         help="with --cluster: towers on each worker's first N GPUs (0: its CPU)")
+    schedule = parser.add_argument_group("optimisation")
+    schedule.add_argument("--steps", type=positive_int,
+                          default=3000, help="train until this global step")
+    schedule.add_argument("--stop-at", type=positive_int, default=None,
+                          help="stop with a checkpoint at this global step, keeping the schedule of "
+                               "--steps (train in slices; continue later with --resume)")
+    schedule.add_argument("--batch-size", type=positive_int,
+                          default=32, help="global batch, split over towers")
+    schedule.add_argument("--accumulate", type=positive_int, default=1, metavar="K",
+                          help="micro-batches (of --batch-size each) per optimizer step: the step "
+                               "takes the gradient of K x --batch-size examples (default 1)")
+    schedule.add_argument("--lr", type=positive_float, default=1e-3,
+                          help="Adam learning rate (decays x0.3 at 60%% and x0.1 at 85%% of --steps)")
+    schedule.add_argument("--clip-norm", type=non_negative_float,
+                          default=5.0, help="gradient clipping (0: off)")
+    schedule.add_argument("--seed", type=int, default=0)
+    schedule.add_argument("--on-nonfinite", choices=["stop", "skip"], default="stop",
+                          help="NaN/Inf loss: stop (default) or skip the batch")
+    run = parser.add_argument_group("checkpoints, validation and progress")
+    run.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    run.add_argument("--init-from", metavar="RUN",
+                     help="start this run from the weights of another: a run directory, a "
+                          "shipped model (models/text, models/words) or a checkpoint prefix; "
+                          "the optimizer and the step start afresh (fine-tuning on your data)")
+    run.add_argument("--checkpoint-every", type=non_negative_int, default=500,
+                     help="steps between checkpoints (0: only at the end)")
+    run.add_argument("--validate-every", type=non_negative_int, default=500,
+                     help="steps between validations (0: only at the end)")
+    run.add_argument("--validate-max", type=non_negative_int, default=1000,
+                     help="validation images used during training (0: all; the final "
+                          "evaluation uses all)")
+    run.add_argument("--log-every", type=non_negative_int, default=50,
+                     help="steps between progress lines (0: none)")
+    run.add_argument("--verbose", action="store_true")
     return parser
 
 
@@ -370,10 +376,7 @@ def main_body(argv=None):
     return 128 + trainer.stopped_by if trainer.stopped_by else 0
 
 
-def main(argv=None):
-    """Console entry point of crnn-train."""
-    return run_main(main_body, argv)
-
+main = console_entry(main_body, "crnn-train")
 
 if __name__ == "__main__":
     sys.exit(main())

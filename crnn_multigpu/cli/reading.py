@@ -1,0 +1,161 @@
+"""What the reading tools (crnn-evaluate, crnn-predict, crnn-export) share: which model reads
+(a shipped model or a run), how its frames are decoded (greedy, beam, language model, lexicon),
+on how many towers, and the picture of what it read."""
+import glob
+import os
+
+from crnn_multigpu.cli.common import (add_model_class_argument, non_negative_float,
+                                      non_negative_int, positive_int)
+from crnn_multigpu.ocr import char_lm
+
+
+def add_reading_arguments(parser, picture_help):
+    """The options every tool that reads images takes: model, decoding, towers, picture."""
+    add_model_arguments(parser)
+    add_beam_width_argument(parser)
+    parser.add_argument("--picture", help=picture_help)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let --picture replace an existing file")
+    add_language_model_arguments(parser)
+    add_lexicon_arguments(parser)
+    add_towers_argument(parser)
+
+
+def add_beam_width_argument(parser):
+    """--beam-width: how the model's frames become text."""
+    parser.add_argument("--beam-width", type=non_negative_int, default=0,
+                        help="0: greedy; >1: CTC beam search")
+
+
+def add_towers_argument(parser):
+    """--towers (shared with crnn-predict): split each batch over N towers, same outputs."""
+    parser.add_argument("--towers", type=positive_int, default=1, metavar="N",
+                        help="run each batch over N towers: the first N GPUs, or N virtual CPU "
+                             "devices without enough GPUs (default 1); the outputs are those of "
+                             "one device")
+
+
+def add_lexicon_arguments(parser):
+    """--lexicon, --lexicon-delta, --lexicon-search (shared with crnn-predict)."""
+    parser.add_argument("--lexicon", metavar="FILE",
+                        help="read only words of this UTF-8 file (one per line): the most probable "
+                             "word near the unconstrained output (CRNN paper, 2.3.2)")
+    parser.add_argument("--lexicon-delta", type=non_negative_int, default=3, metavar="N",
+                        help="candidates are lexicon words within edit distance N of the "
+                             "unconstrained output; none: keep that output (default 3)")
+    parser.add_argument("--lexicon-search", choices=("auto", "all", "nearest"), default="auto",
+                        help="all: score every lexicon word (exact); nearest: only those within "
+                             "--lexicon-delta; auto (default): all for lexicons of <= 1000 words")
+
+
+def add_language_model_arguments(parser):
+    """--char-lm, --lm-weight, --lm-bonus (shared with crnn-predict)."""
+    parser.add_argument("--char-lm", action="store_true",
+                        help="read each image by a CTC beam search with a character %d-gram "
+                             "model of English, counted at start-up (about 2 s) from the "
+                             "training part of the line generator's prose"
+                             % char_lm.DEFAULT_ORDER)
+    parser.add_argument("--lm-weight", type=non_negative_float, default=char_lm.DEFAULT_WEIGHT,
+                        metavar="W", help="with --char-lm: weight of the language model's log "
+                                          "probability (default: %(default)s)")
+    parser.add_argument("--lm-bonus", type=non_negative_float, default=char_lm.DEFAULT_BONUS,
+                        metavar="B", help="with --char-lm: score added per character read, "
+                                          "against the model's cost of each (default: "
+                                          "%(default)s)")
+
+
+def language_model_decoder(args, charset):
+    """The CharLmDecoder of the language-model flags for a model's charset, or None."""
+    if not args.char_lm:
+        return None
+    return char_lm.CharLmDecoder(char_lm.prose_language_model(charset), weight=args.lm_weight,
+                                 bonus=args.lm_bonus)
+
+
+def lexicon_words(args):
+    """The words of --lexicon, or None; read before the model loads so a bad file fails fast."""
+    if args.lexicon is None:
+        return None
+    from crnn_multigpu.ocr.lexicon import read_lexicon
+    return read_lexicon(args.lexicon)
+
+
+def lexicon_decoder(args, words, charset):
+    """The LexiconDecoder of the lexicon flags for a model's charset, or None without words."""
+    if words is None:
+        return None
+    from crnn_multigpu.ocr.lexicon import LexiconDecoder
+    return LexiconDecoder(words, charset, delta=args.lexicon_delta, search=args.lexicon_search,
+                          name="lexicon %s" % args.lexicon)
+
+
+def models_dir():
+    """Where the shipped models are: ``crnn_multigpu/models`` in an installed package, else
+    ``models/`` of the checkout this package runs from."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    installed = os.path.join(package, "models")
+    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package),
+                                                                   "models")
+
+
+# The models shipped with the package (their README.md says how they were trained).
+MODELS_DIR = models_dir()
+SHIPPED_MODELS = {
+    # Printable ASCII, case-sensitive, any width: words, lines and pages.
+    "text": os.path.join(MODELS_DIR, "text"),
+    # 36 classes (digits, lower case), 100 px wide words: the CRNN paper's setting.
+    "words": os.path.join(MODELS_DIR, "words"),
+}
+DEFAULT_MODEL = "text"
+
+
+def add_model_arguments(parser):
+    """--checkpoint, --model and --model-class (shared with crnn-predict): which model reads."""
+    parser.add_argument("--checkpoint",
+                        help="run directory of crnn-train, or a checkpoint path prefix inside it "
+                             "(default: the shipped model named by --model)")
+    parser.add_argument("--model", choices=sorted(SHIPPED_MODELS),
+                        help="a shipped model, used when no --checkpoint is given: text "
+                             "(models/text: the 95 printable ASCII characters, words, lines and "
+                             "pages; the default) or words (models/words: single words in digits "
+                             "and lower case)")
+    add_model_class_argument(parser)
+
+
+def chosen_run(args, default=DEFAULT_MODEL):
+    """``(run_dir, checkpoint prefix or None)`` of --checkpoint, or --model (else ``default``)."""
+    if args.checkpoint is not None and args.model is not None:
+        raise ValueError("give --checkpoint or --model, not both: --model names a shipped "
+                         "model, used when there is no --checkpoint")
+    if args.checkpoint is None:
+        return resolve_run(None, SHIPPED_MODELS[args.model or default])
+    return resolve_run(args.checkpoint)
+
+
+def resolve_run(path, shipped=SHIPPED_MODELS[DEFAULT_MODEL], flag="--checkpoint"):
+    """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder.
+
+    ``None`` means the shipped model at ``shipped`` (the text model unless told otherwise);
+    ``flag`` is the option the path came from, for the error messages.
+    """
+    if path is None:
+        if os.path.isfile(os.path.join(shipped, "config.json")):
+            return shipped, None
+        raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
+                                "%s (it has no config.json); pass the --out folder of crnn-train "
+                                "as --checkpoint (e.g. runs/lines/run after make train-lines)"
+                                % shipped)
+    if os.path.isdir(path):
+        return path, None
+    if os.path.isfile(path):
+        raise FileNotFoundError("%s %s is a file; pass the run directory that holds it "
+                                "(%s), or a checkpoint prefix without its extension (e.g. "
+                                "RUN/checkpoints/model.ckpt-1000)"
+                                % (flag, path, os.path.dirname(os.path.abspath(path))))
+    if not glob.glob(glob.escape(path) + ".*"):
+        raise FileNotFoundError("%s %s does not exist: pass the --out directory of "
+                                "crnn-train (or a checkpoint prefix inside its checkpoints/)"
+                                % (flag, os.path.abspath(path)))
+    folder = os.path.dirname(path)
+    run_dir = os.path.dirname(folder) if os.path.basename(folder) == "checkpoints" else folder
+    return run_dir, path
