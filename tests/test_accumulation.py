@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from assertions import copies, load_values, plain_run, start
+from assertions import copies, load_values, plain_run, read_values, start
 from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated, SpreadParameterServer
 from crnn_multigpu.wrapper import layers, precision
 from crnn_multigpu.wrapper.accumulation import Accumulation
@@ -61,10 +61,6 @@ def loss_of(model):
     return model.loss
 
 
-def values(session, variables=None):
-    return {v.op.name: session.run(v) for v in variables or tf.global_variables()}
-
-
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_micro_batches_equal_one_plain_step_on_all_their_examples(make_session, name):
     steps, wholes = micro_batches()
@@ -75,10 +71,10 @@ def test_micro_batches_equal_one_plain_step_on_all_their_examples(make_session, 
     session = start(wrapper, make_session)
     for step, micro in enumerate(steps):
         for position, (batch, sizes) in enumerate(micro):
-            before = values(session, wrapper.variables + [wrapper.global_step])
+            before = read_values(session, wrapper.variables + [wrapper.global_step])
             _, step_loss = session.run([wrapper.objective, wrapper.step_loss],
                                        wrapper.feed_dict(shards_of(batch, sizes)))
-            after = values(session, wrapper.variables + [wrapper.global_step])
+            after = read_values(session, wrapper.variables + [wrapper.global_step])
             last = position == K - 1
             assert session.run(wrapper.accumulation.position) == (0 if last else position + 1)
             assert after["global_step"] == step + (1 if last else 0)
@@ -90,7 +86,7 @@ def test_micro_batches_equal_one_plain_step_on_all_their_examples(make_session, 
         for variable in ("w", "b"):
             np.testing.assert_allclose(tower[variable], expected[variable], rtol=1e-5,
                                        atol=1e-6, err_msg=variable)
-    got = values(session)
+    got = read_values(session)
     for slot in ("w/Adam", "w/Adam_1", "beta1_power", "global_step"):
         np.testing.assert_allclose(got[slot], expected[slot], rtol=1e-5, atol=1e-7,
                                    err_msg=slot)
@@ -114,7 +110,7 @@ def test_sgd_steps_are_exact_and_only_the_last_micro_batch_reduces(make_session)
     for micro in steps:
         for batch, sizes in micro:
             session.run(wrapper.objective, wrapper.feed_dict(shards_of(batch, sizes)))
-    got = values(session)
+    got = read_values(session)
     for variable in ("w", "b"):
         np.testing.assert_allclose(got[variable], expected[variable], rtol=1e-5, atol=1e-6)
     # The combined gradient exists only on the run that applies: fetched on another
@@ -164,7 +160,7 @@ def test_update_ops_run_once_per_optimizer_step_from_the_last_micro_batch(make_s
             shards = shards_of(batch, sizes)
             session.run(wrapper.objective, wrapper.feed_dict(shards))
         expected -= (1 - momentum) * (expected - shards[0]["x"].mean(axis=0))
-    got = values(session)
+    got = read_values(session)
     assert got["updates_run"] == len(steps) == got["global_step"]
     np.testing.assert_allclose(got["moving_mean"], expected, rtol=1e-5)
 
@@ -178,7 +174,7 @@ def test_a_nonfinite_micro_batch_skips_the_whole_step(make_session, name, bad_po
     wrapper = MultiGpuModel(toys.WithMovingMean, devices=cpu_devices(3), optimizer=adam_schedule,
                             strategy=STRATEGIES[name](), accumulate_steps=K)
     session = start(wrapper, make_session)
-    before = values(session)
+    before = read_values(session)
     poisoned = [dict((k, v.copy()) for k, v in batch.items()) for batch, _ in steps[0]]
     poisoned[bad_position]["y"][-1, 0] = np.nan  # in the last, smallest shard
     for position, (batch, (_, sizes)) in enumerate(zip(poisoned, steps[0])):
@@ -188,7 +184,7 @@ def test_a_nonfinite_micro_batch_skips_the_whole_step(make_session, name, bad_po
         else:
             with pytest.raises(tf.errors.InvalidArgumentError, match=NONFINITE_MESSAGE):
                 session.run(wrapper.objective, feed)
-    after = values(session)
+    after = read_values(session)
     for variable in before:
         if not variable.startswith("accumulation/"):
             np.testing.assert_array_equal(after[variable], before[variable], err_msg=variable)
@@ -197,7 +193,7 @@ def test_a_nonfinite_micro_batch_skips_the_whole_step(make_session, name, bad_po
     assert all(np.all(after[v.op.name] == 0) for v in wrapper.accumulation.variables())
     for batch, sizes in steps[1]:
         session.run(wrapper.objective, wrapper.feed_dict(shards_of(batch, sizes)))
-    got = values(session)
+    got = read_values(session)
     for variable in ("w", "b", "w/Adam_1", "beta1_power"):
         np.testing.assert_allclose(got[variable], expected[variable], rtol=1e-5, atol=1e-6,
                                    err_msg=variable)
@@ -231,7 +227,7 @@ def test_mixed_float16_unscales_and_an_overflow_skips_the_step(make_session, nam
         Dense()
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
-            initial = values(session)
+            initial = read_values(session)
     expected, _ = plain_run(Dense, wholes[:1], make_session, sgd, start=initial)
     policy = precision.MixedFloat16(initial_scale=2.0 ** 10, growth_steps=100)
     wrapper = MultiGpuModel(Dense, devices=cpu_devices(3), optimizer=sgd(), precision=policy,
@@ -239,10 +235,10 @@ def test_mixed_float16_unscales_and_an_overflow_skips_the_step(make_session, nam
     session = start(wrapper, make_session)
     load_values(session, initial)
     session.run(wrapper.post_init_op)
-    start_values = values(session)
+    start_values = read_values(session)
     for batch, sizes in steps[0]:
         session.run(wrapper.objective, wrapper.feed_dict(shards_of(batch, sizes)))
-    got = values(session)
+    got = read_values(session)
     # float16 towers: the update (lr x gradient) agrees to float16's precision, not 1e-6; a
     # missing unscale would be off by 1024x, a dropped micro-batch by a third.
     for variable in ("out/kernel", "out/bias"):
@@ -252,12 +248,12 @@ def test_mixed_float16_unscales_and_an_overflow_skips_the_step(make_session, nam
     assert session.run([policy.scale, wrapper.global_step]) == [1024.0, 1]
     # 1e5 exceeds float16's range: the middle micro-batch overflows, and the step is skipped
     # without an error; the scale halves, the global step advances, nothing else changes.
-    before = values(session)
+    before = read_values(session)
     for position, (batch, sizes) in enumerate(steps[1]):
         if position == 1:
             batch = dict(batch, x=batch["x"] * 1e5)
         session.run(wrapper.objective, wrapper.feed_dict(shards_of(batch, sizes)))
-    after = values(session)
+    after = read_values(session)
     assert session.run([policy.scale, wrapper.global_step]) == [512.0, 2]
     changed = [n for n in before if not np.array_equal(before[n], after[n])
                and n.split("/")[0] not in ("global_step", "loss_scale", "accumulation")]
@@ -284,7 +280,7 @@ def test_function_style_accumulates(make_session):
     for micro in steps:
         for batch, _ in micro:
             session.run(wrapper.objective, {x: batch["x"], y: batch["y"]})
-    got = values(session)
+    got = read_values(session)
     for variable in ("w", "b"):
         np.testing.assert_allclose(got[variable], expected[variable], rtol=1e-5, atol=1e-6)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from assertions import plain_run
+from assertions import plain_run, read_values
 from waiting import HANG_GUARD, first_checkpoint, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.cli import server as server_cli
@@ -337,7 +337,7 @@ def test_towers_on_two_workers_update_exactly_like_one_process(local_cluster, ma
                     session.run(wrapper.objective, feed, options=options, run_metadata=metadata)
                 else:
                     session.run(wrapper.objective, feed)
-            got = {v.op.name: session.run(v) for v in tf.global_variables()}
+            got = read_values(session)
         finally:
             session.close()
 

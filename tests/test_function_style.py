@@ -7,7 +7,7 @@ The model under test is the seed question's own: an MNIST-shaped ``user_model`` 
 import numpy as np
 import pytest
 
-from assertions import plain_run
+from assertions import plain_run, read_values
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import VARIABLE_OP_TYPES, cpu_devices
@@ -53,7 +53,7 @@ def sgd():
 
 
 def trainable_values(session):
-    return {v.op.name: session.run(v) for v in tf.trainable_variables()}
+    return read_values(session, tf.trainable_variables())
 
 
 def build(style, n_towers):

@@ -25,7 +25,7 @@ import os
 import numpy as np
 import pytest
 
-from assertions import assert_step_refused_changing_nothing, load_values
+from assertions import assert_step_refused_changing_nothing, load_values, read_values
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.wrapper import layers, precision
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
@@ -49,10 +49,6 @@ def make_batch(n=4, width=40, seed=0):
                  rng.randint(1, 4, size=n).astype(np.int32))
 
 
-def values(session, variables=None):
-    return {v.op.name: session.run(v) for v in variables or tf.global_variables()}
-
-
 def run_crnn(policy, initial=None, save_to=None):
     """Build a 2-tower tiny CRNN in its own graph; from ``initial`` weights (if given) return
     the state, the loss and gradients on a batch, and the losses of STEPS Adam steps on it;
@@ -69,14 +65,14 @@ def run_crnn(policy, initial=None, save_to=None):
         try:
             session.run(tf.global_variables_initializer())
             load_values(session, initial or {})
-            start = values(session)
+            start = read_values(session)
             feed = wrapper.feed_dict(wrapper.split(make_batch(seed=0)))
             loss, grads = session.run([wrapper.loss, [g for g, _ in wrapper.grads_and_vars]], feed)
             losses = [session.run([wrapper.objective, wrapper.loss], feed)[1]
                       for _ in range(STEPS)]
             path = tf.train.Saver().save(session, save_to) if save_to else None
             return dict(wrapper=wrapper, start=start, loss=loss, grads=grads,
-                        losses=np.array(losses), end=values(session), path=path)
+                        losses=np.array(losses), end=read_values(session), path=path)
         finally:
             close_session(session)
 
@@ -133,7 +129,7 @@ def test_mixed_precision_matches_float32_with_plain_checkpoints(policy, plain, t
         model = CRNN(**TINY)
         with tf.Session() as session:
             tf.train.Saver().restore(session, mixed["path"])
-            restored = values(session)
+            restored = read_values(session)
             logits = session.run(model.logits, model.feed_dict(make_batch()))
     assert restored and all(np.array_equal(mixed["end"][n], v) for n, v in restored.items())
     assert np.all(np.isfinite(logits))
@@ -176,16 +172,16 @@ def test_overflow_is_skipped_and_the_scale_halves_then_doubles(make_session):
         return session.run([scale, good_steps, wrapper.global_step])
 
     assert step(toy_batch(seed=1)) == [16.0, 1, 1]
-    before = values(session)
+    before = read_values(session)
     assert {"bn/moving_mean", "hidden/kernel/Adam", "beta1_power"} <= set(before)
     # 1e5 is beyond float16's range (65504): the towers' input overflows to inf.
     assert step(toy_batch(scale=1e5, seed=2)) == [8.0, 0, 2]
-    after = values(session)
+    after = read_values(session)
     changed = [n for n in before if n != "global_step" and n.split("/")[0] != "loss_scale"
                and not np.array_equal(before[n], after[n])]
     assert changed == [], "a skipped step changed %s" % changed
     assert step(toy_batch(seed=3)) == [8.0, 1, 3]
-    assert not np.array_equal(values(session)["hidden/kernel"], after["hidden/kernel"])
+    assert not np.array_equal(read_values(session)["hidden/kernel"], after["hidden/kernel"])
     assert step(toy_batch(seed=4)) == [16.0, 0, 4], "two finite steps in a row double the scale"
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from assertions import assert_step_refused_changing_nothing, copies, plain_run, start
+from assertions import assert_step_refused_changing_nothing, copies, plain_run, read_values, start
 from crnn_multigpu import MultiGpuModel, ParameterServer, Replicated, SpreadParameterServer
 from crnn_multigpu.wrapper import gradients as grad_ops
 from crnn_multigpu.compat import tf
@@ -135,7 +135,7 @@ def test_checkpoints_hold_plain_names_and_restore_anywhere(make_session, tmp_pat
     session = start(wrapper, make_session)
     for seed in range(2):
         session.run(wrapper.objective, wrapper.feed_dict(shards_of(toys.make_batch(8, seed))))
-    saved = dict((v.op.name, session.run(v)) for v in wrapper.savable_variables)
+    saved = read_values(session, wrapper.savable_variables)
     assert {"w", "b", "moving_mean", "global_step", "w/Adam", "w/Adam_1"} <= set(saved)
     assert not [n for n in saved if "replica" in n or "tower" in n], sorted(saved)
     path = tf.train.Saver(var_list=wrapper.savable_variables).save(

@@ -7,6 +7,7 @@ import zlib
 import numpy as np
 import pytest
 
+from assertions import load_values, read_values
 from crnn_multigpu import MultiGpuModel
 
 from crnn_multigpu.wrapper import layers
@@ -57,14 +58,12 @@ def shards_of(batch, sizes):
 def initialise(session):
     """The same starting weights in every graph (initialiser seeds depend on op order)."""
     session.run(tf.global_variables_initializer())
-    for variable in tf.trainable_variables():
-        rng = np.random.RandomState(zlib.crc32(variable.op.name.encode()))
-        shape = variable.shape.as_list()
-        variable.load(rng.uniform(-1.0, 1.0, shape).astype(np.float32), session)
+    load_values(session, {v.op.name: np.random.RandomState(zlib.crc32(v.op.name.encode())).uniform(
+        -1.0, 1.0, v.shape.as_list()).astype(np.float32) for v in tf.trainable_variables()})
 
 
 def state(session):
-    return {v.op.name: session.run(v) for v in tf.global_variables() if "global_step" not in v.name}
+    return read_values(session, [v for v in tf.global_variables() if "global_step" not in v.name])
 
 
 def plain_step(make_session, batch, model_cls, **kwargs):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from assertions import assert_step_refused_changing_nothing, plain_run
+from assertions import assert_step_refused_changing_nothing, plain_run, read_values
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import cpu_devices
@@ -15,10 +15,6 @@ LR = 0.1
 
 def sgd():
     return tf.train.GradientDescentOptimizer(LR)
-
-
-def values(session):
-    return {v.op.name: session.run(v) for v in tf.global_variables()}
 
 
 def plain_step(model_cls, batch, make_session, **kwargs):
@@ -33,7 +29,7 @@ def adam():
 
 def assert_same_variables(session, expected, names=None):
     """Each of ``names`` (default: every variable of ``expected``) as the plain run left it."""
-    got = values(session)
+    got = read_values(session)
     for name in names or sorted(expected):
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
@@ -57,7 +53,7 @@ def test_one_step_equals_plain_model_on_whole_batch(make_session, devices, shard
     session.run(tf.global_variables_initializer())
     _, loss, error = session.run([wrapper.objective, wrapper.loss, wrapper.error],
                                  wrapper.feed_dict(shards))
-    got = values(session)
+    got = read_values(session)
     for name in ("w", "b"):
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6)
     assert got["global_step"] == 1
@@ -84,7 +80,7 @@ def test_none_gradient_is_skipped_with_warning(make_session, caplog):
     session = make_session()
     session.run(tf.global_variables_initializer())
     session.run(wrapper.objective, wrapper.feed_dict(wrapper.split(toys.make_batch(4))))
-    np.testing.assert_array_equal(values(session)["unused"], np.ones(4))
+    np.testing.assert_array_equal(read_values(session)["unused"], np.ones(4))
 
 
 def test_sparse_gradients_stay_sparse_and_exact(make_session):
@@ -117,7 +113,7 @@ def test_sparse_gradients_with_adam_equal_plain_adam_steps(make_session):
     assert isinstance(wrapper.grads_and_vars[0][0], tf.IndexedSlices)
     session = make_session()
     session.run(tf.global_variables_initializer())
-    initial = values(session)["table"]
+    initial = read_values(session)["table"]
     for batch, (loss_before, _) in zip(batches, before):
         shards = [{k: v[:3] for k, v in batch.items()}, {k: v[3:] for k, v in batch.items()}]
         _, loss = session.run([wrapper.objective, wrapper.loss], wrapper.feed_dict(shards))
@@ -125,10 +121,10 @@ def test_sparse_gradients_with_adam_equal_plain_adam_steps(make_session):
     assert sorted(expected) == ["beta1_power", "beta2_power", "table", "table/Adam",
                                 "table/Adam_1"]
     assert_same_variables(session, expected)
-    assert values(session)["global_step"] == 2
+    assert read_values(session)["global_step"] == 2
     untouched = np.setdiff1d(np.arange(toys.VOCAB), np.concatenate([b["ids"] for b in batches]))
     assert len(untouched) > 0
-    np.testing.assert_array_equal(values(session)["table"][untouched], initial[untouched])
+    np.testing.assert_array_equal(read_values(session)["table"][untouched], initial[untouched])
 
 
 def test_update_ops_run_once_per_step_from_tower_zero(make_session):
@@ -141,7 +137,7 @@ def test_update_ops_run_once_per_step_from_tower_zero(make_session):
         shards = wrapper.split(toys.make_batch(8, seed=seed))
         session.run(wrapper.objective, wrapper.feed_dict(shards))
         expected -= (1 - momentum) * (expected - shards[0]["x"].mean(axis=0))
-    got = values(session)
+    got = read_values(session)
     assert got["updates_run"] == 3
     np.testing.assert_allclose(got["moving_mean"], expected, rtol=1e-5)
 
@@ -184,7 +180,7 @@ def test_checkpoint_moves_between_tower_counts(make_session, tmp_path, restore_t
     session.run(tf.global_variables_initializer())
     for seed in range(3):
         session.run(wrapper.objective, wrapper.feed_dict(wrapper.split(toys.make_batch(4, seed))))
-    saved = values(session)
+    saved = read_values(session)
     path = tf.train.Saver().save(session, str(tmp_path / "model.ckpt"))
 
     graph = tf.Graph()
@@ -197,7 +193,7 @@ def test_checkpoint_moves_between_tower_counts(make_session, tmp_path, restore_t
             restore_list = tf.global_variables()  # includes Adam slots and global_step
         session = make_session(graph)
         tf.train.Saver(restore_list).restore(session, path)
-        restored = {v.op.name: session.run(v) for v in restore_list}
+        restored = read_values(session, restore_list)
     assert set(restored) <= set(saved) and {"w", "b"} <= set(restored)
     for name, value in restored.items():
         np.testing.assert_array_equal(value, saved[name])
@@ -211,10 +207,10 @@ def test_clipping_and_learning_rate_schedule(make_session):
     session = make_session()
     session.run(tf.global_variables_initializer())
     for expected_lr in (LR, LR / 2):
-        before = values(session)
+        before = read_values(session)
         norm, _ = session.run([wrapper.gradient_norm, wrapper.objective],
                               wrapper.feed_dict(wrapper.split(toys.make_batch(4))))
-        after = values(session)
+        after = read_values(session)
         moved = np.sqrt(sum(np.sum((after[n] - before[n]) ** 2) for n in ("w", "b")))
         assert norm > 1e-3
         np.testing.assert_allclose(moved, expected_lr * 1e-3, rtol=1e-3)
@@ -284,9 +280,9 @@ def test_gradient_processors_see_the_averaged_gradients(make_session):
                             gradient_processors=[double])
     session = make_session()
     session.run(tf.global_variables_initializer())
-    start = values(session)
+    start = read_values(session)
     session.run(wrapper.objective, wrapper.feed_dict(wrapper.split(batch)))
-    got = values(session)
+    got = read_values(session)
     assert seen == [["w", "b"]]
     for name in ("w", "b"):
         np.testing.assert_allclose(got[name] - start[name], 2 * (expected[name] - start[name]),
