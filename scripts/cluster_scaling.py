@@ -19,16 +19,17 @@ The prediction uses only what this script measures on this machine before or bes
 - the bytes each configuration moves per step, counted from its graph
   (``scripts/transfers.py``), from the variables' task to the towers and back.
 
-All processes share this machine's cores, so on loopback the link every flow shares is the
-CPU: the step is the longer of one tower's path and all the step's CPU work spread over the
-cores::
+All processes share this machine's cores, and the variables' task serves its remote towers one
+flow after another (measured: every worker added on the ps adds a whole transfer of the weights
+and their gradient to the step, not a share of one). So the step is the longer of the path
+through that hub and all the step's CPU work spread over the cores::
 
-    path = compute + latency + one tower's bytes down / down bandwidth + its bytes up / up bandwidth
+    path = compute + latency + all bytes down / down bandwidth + all bytes up / up bandwidth
     work = towers x compute CPU + bytes down x CPU per byte down + bytes up x CPU per byte up
     step = max(path, work / cores)
 
-(the reads come before the forward pass and the gradients after the backward pass, so a
-tower's two directions add). The perfect-scaling baseline says N towers step as fast as one
+(the reads come before the forward pass and the gradients after the backward pass, so the two
+directions add). The perfect-scaling baseline says N towers step as fast as one
 (the measured 1-worker step of the same placement). The table gives the measured step (median
 of interleaved rounds), both predictions and their errors, the CPU the step used, and how busy
 the machine was meanwhile. Usage::
@@ -160,10 +161,11 @@ Prediction = collections.namedtuple("Prediction", "step path work")
 
 def predict_step(compute, compute_cpu, links, down_bytes, up_bytes, towers, remote, cores):
     """The model for one configuration: ``towers`` towers, ``remote`` of them in another task
-    than the variables, moving ``down_bytes`` to and ``up_bytes`` from the variables' task."""
+    than the variables, moving ``down_bytes`` to and ``up_bytes`` from the variables' task (all
+    of them through that task, one flow after another)."""
     path = compute
     if remote:
-        path += links.latency + (down_bytes / links.down + up_bytes / links.up) / remote
+        path += links.latency + down_bytes / links.down + up_bytes / links.up
     work = towers * compute_cpu + down_bytes * links.cpu_down + up_bytes * links.cpu_up
     return Prediction(max(path, work / cores), path, work)
 
