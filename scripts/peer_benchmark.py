@@ -9,7 +9,8 @@ B C D A, ...) so that machine noise falls on every configuration alike.
 
 Configurations: ``tf2_1`` and ``tf2_2`` (MultiGpuModel with 1 tower, and with 2 towers on 2
 virtual CPU devices, TF 2.x from ``.venv``), ``tf1_1`` and ``tf1_2`` (the same on TF 1.15 from
-``.venv-tf1``; 2 towers is ``make train``'s setting on either stack),
+``.venv-tf1``; 2 towers is ``make train``'s setting on either stack), ``tf1_1x`` (TF 1.15, one
+tower compiled by XLA: ``crnn-train --xla``, which pays on TF 1.15's CPU kernels),
 ``torch`` (``scripts/torch_twin.py``, PyTorch from ``.venv-torch``; never a package dependency).
 Every process gets the same thread budget (``--threads``, default 2).
 
@@ -48,12 +49,14 @@ RESULT_PREFIX = "PEER_RESULT "
 IDLE_LIMIT = 0.05  # other processes above 5 % of the machine's CPU time: not an idle machine
 MAX_LABEL = 10
 
-Config = collections.namedtuple("Config", "name stack towers label")
+Config = collections.namedtuple("Config", "name stack towers label xla")
+Config.__new__.__defaults__ = (False,)
 CONFIGS = collections.OrderedDict((c.name, c) for c in [
     Config("tf2_1", "tf2", 1, "TF 2.x, 1 tower"),
     Config("tf2_2", "tf2", 2, "TF 2.x, 2 virtual-CPU towers"),
     Config("tf1_1", "tf1", 1, "TF 1.15, 1 tower"),
     Config("tf1_2", "tf1", 2, "TF 1.15, 2 virtual-CPU towers"),
+    Config("tf1_1x", "tf1", 1, "TF 1.15, 1 tower, XLA", xla=True),
     Config("torch", "torch", 1, "PyTorch twin"),
 ])
 PEER = "torch"
@@ -286,7 +289,8 @@ def tf_worker(args):
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(args.seed)
-        model = MultiGpuModel(CRNN, devices=cpu_devices(args.towers), num_classes=args.classes)
+        model = MultiGpuModel(CRNN, devices=cpu_devices(args.towers), num_classes=args.classes,
+                              xla=args.xla)
         frames = []
         for device, tower in zip(model.devices, model.models):
             with tf.device(device):  # the greedy path, on the tower that computed it
@@ -311,7 +315,7 @@ def tf_worker(args):
     result = measure(lambda i: session.run(model.objective, feeds[i % len(feeds)]),
                      lambda i: session.run(frames, infer_feed),
                      data["train_images"].shape[1], data["infer_images"].shape[0], args)
-    result.update(params=trainable_parameter_count(graph), towers=args.towers,
+    result.update(params=trainable_parameter_count(graph), towers=args.towers, xla=args.xla,
                   version="TF %s" % ".".join(map(str, TF_VERSION)),
                   onednn=os.environ.get("TF_ENABLE_ONEDNN_OPTS"))
     close_session(session)
@@ -428,7 +432,8 @@ def worker_command(config, pythons, spec, data, args):
     if config.stack == "torch":
         return torch_command(pythons, spec) + timing
     return [pythons[config.stack], os.path.abspath(__file__), "--worker", "tf",
-            "--towers", str(config.towers), "--classes", str(spec["classes"])] + timing
+            "--towers", str(config.towers), "--classes", str(spec["classes"])] + \
+        (["--xla"] if config.xla else []) + timing
 
 
 def main(argv=None):
@@ -450,6 +455,7 @@ def main(argv=None):
     parser.add_argument("--json", help="write every repetition's figures here")
     parser.add_argument("--worker", choices=("tf", "spec"), help=argparse.SUPPRESS)
     parser.add_argument("--towers", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--xla", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--classes", type=int, default=37, help=argparse.SUPPRESS)
     add_timing_arguments(parser, defaults=None)
     args = parser.parse_args(argv)

@@ -53,3 +53,15 @@ def test_xla_flag_must_be_a_bool():
 def test_xla_on_several_cpu_towers_is_refused_with_the_reason():
     with pytest.raises(ValueError, match="one CPU device per process, but 2 towers are on CPUs"):
         MultiGpuModel(ConvBn, devices=cpu_devices(2), xla=True)
+
+
+def test_crnn_train_xla_reaches_the_wrapper(tiny_dataset, tmp_path, capsys):
+    """--xla compiles the towers: on two CPU towers the wrapper's refusal is the tool's one line."""
+    from assertions import one_error_line
+    from crnn_multigpu.cli import train
+    out = str(tmp_path / "run")
+    with tf.Graph().as_default():
+        code = train.main(["--train", tiny_dataset, "--out", out, "--steps", "1", "--model",
+                           "tiny", "--batch-size", "8", "--towers", "2", "--xla"])
+    line = one_error_line(code, capsys.readouterr().err)
+    assert "xla=True runs compiled towers on one CPU device per process" in line, line

@@ -74,6 +74,11 @@ def build_parser():
                        help="what the towers compute in; variables and checkpoints stay float32 "
                             "(mixed_float16 adds dynamic loss scaling; bfloat16 is fast on CPUs "
                             "with AVX512_BF16/AMX)")
+    model.add_argument("--xla", action="store_true",
+                       help="compile each tower with XLA (one CPU tower, or GPU towers; each new "
+                            "batch shape compiles anew, so use a fixed --width). One CPU tower, "
+                            "measured here: a 22 %% faster step on TF 1.15, 27 %% slower on TF 2.x "
+                            "with oneDNN")
     model.add_argument("--sync-bn", action="store_true",
                        help="with several towers: batch norm uses the moments of the whole global "
                             "batch instead of each tower's shard (what one tower would compute)")
@@ -325,7 +330,8 @@ def main_body(argv=None):
                             strategy=make_strategy(args, variable_device), optimizer=optimizer,
                             clip_norm=args.clip_norm or None,
                             batches=batches if mode == "dataset" else None,
-                            precision=args.precision, accumulate_steps=args.accumulate, **kwargs)
+                            precision=args.precision, accumulate_steps=args.accumulate,
+                            xla=args.xla, **kwargs)
     model_class.check_model(wrapper.models[0], model_cls)
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
                              args.validate_max, model_cls.DOWNSAMPLE) if val_set else None
