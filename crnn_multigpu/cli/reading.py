@@ -28,7 +28,7 @@ def add_beam_width_argument(parser):
 
 
 def add_towers_argument(parser):
-    """--towers (shared with crnn-predict): split each batch over N towers, same outputs."""
+    """--towers: split each batch over N towers, same outputs."""
     parser.add_argument("--towers", type=positive_int, default=1, metavar="N",
                         help="run each batch over N towers: the first N GPUs, or N virtual CPU "
                              "devices without enough GPUs (default 1); the outputs are those of "
@@ -36,7 +36,7 @@ def add_towers_argument(parser):
 
 
 def add_lexicon_arguments(parser):
-    """--lexicon, --lexicon-delta, --lexicon-search (shared with crnn-predict)."""
+    """--lexicon, --lexicon-delta, --lexicon-search."""
     parser.add_argument("--lexicon", metavar="FILE",
                         help="read only words of this UTF-8 file (one per line): the most probable "
                              "word near the unconstrained output (CRNN paper, 2.3.2)")
@@ -49,7 +49,7 @@ def add_lexicon_arguments(parser):
 
 
 def add_language_model_arguments(parser):
-    """--char-lm, --lm-weight, --lm-bonus (shared with crnn-predict)."""
+    """--char-lm, --lm-weight, --lm-bonus."""
     parser.add_argument("--char-lm", action="store_true",
                         help="read each image by a CTC beam search with a character %d-gram "
                              "model of English, counted at start-up (about 2 s) from the "
@@ -110,7 +110,7 @@ DEFAULT_MODEL = "text"
 
 
 def add_model_arguments(parser):
-    """--checkpoint, --model and --model-class (shared with crnn-predict): which model reads."""
+    """--checkpoint, --model and --model-class: which model reads."""
     parser.add_argument("--checkpoint",
                         help="run directory of crnn-train, or a checkpoint path prefix inside it "
                              "(default: the shipped model named by --model)")
