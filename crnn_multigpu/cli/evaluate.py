@@ -5,11 +5,10 @@ for tools to parse; progress goes to stderr.
 """
 import sys
 
-from crnn_multigpu.cli.common import (ArgumentParser, chosen_model_class, console_entry,
-                                      positive_int, print_figures, refuse_to_overwrite,
-                                      setup_logging)
-from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_run, language_model_decoder,
-                                       lexicon_decoder, lexicon_words)
+from crnn_multigpu.cli.common import (ArgumentParser, console_entry, positive_int, print_figures,
+                                      refuse_to_overwrite, setup_logging)
+from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
+                                       lexicon_words)
 from crnn_multigpu.ocr import char_lm
 
 
@@ -38,15 +37,11 @@ def main_body(argv=None):
     refuse_to_overwrite(args.picture, "--picture", args.overwrite)
     words = lexicon_words(args)
     from crnn_multigpu.datasets import open_dataset
-    from crnn_multigpu.ocr.inference import Recognizer
     from crnn_multigpu.ocr.metrics import scoring_fold
-    run_dir, checkpoint = chosen_run(args)
+    run = chosen_run(args)
     # Labels outside the charset cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
-    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
-                            towers=args.towers, model_cls=chosen_model_class(args))
-    recognizer.language_model = language_model_decoder(args, recognizer.charset)
-    recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
+    recognizer = chosen_recognizer(args, run, words)
 
     def progress(done, total):
         sys.stderr.write("\revaluated %d/%d" % (done, total))

@@ -12,10 +12,10 @@ one line per line, column after column, pages separated by a form feed.
 import os
 import sys
 
-from crnn_multigpu.cli.common import (ArgumentParser, chosen_model_class, console_entry,
-                                      refuse_to_overwrite, setup_logging)
-from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_run, language_model_decoder,
-                                       lexicon_decoder, lexicon_words)
+from crnn_multigpu.cli.common import (ArgumentParser, console_entry, refuse_to_overwrite,
+                                      setup_logging)
+from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
+                                       lexicon_words)
 
 
 def build_parser():
@@ -68,15 +68,10 @@ def main_body(argv=None):
         refuse_to_overwrite(picture, "--picture", args.overwrite)
     words = lexicon_words(args)
     from crnn_multigpu.datasets import load_image
-    from crnn_multigpu.ocr.inference import Recognizer
     if (args.lines or args.page) and args.model == "words":
         raise ValueError("--model words reads single words of digits and lower case; whole lines "
                          "and pages need the text model (drop --model, or --model text)")
-    run_dir, checkpoint = chosen_run(args)
-    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
-                            towers=args.towers, model_cls=chosen_model_class(args))
-    recognizer.language_model = language_model_decoder(args, recognizer.charset)
-    recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
+    recognizer = chosen_recognizer(args, chosen_run(args), words)
     if args.page:
         for index, path in enumerate(args.images):
             text = read_page(recognizer, path, pictures[index] if pictures else None)

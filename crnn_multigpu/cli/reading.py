@@ -4,8 +4,8 @@ on how many towers, and the picture of what it read."""
 import glob
 import os
 
-from crnn_multigpu.cli.common import (add_model_class_argument, non_negative_float,
-                                      non_negative_int, positive_int)
+from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_class,
+                                      non_negative_float, non_negative_int, positive_int)
 from crnn_multigpu.ocr import char_lm
 
 
@@ -159,3 +159,16 @@ def resolve_run(path, shipped=SHIPPED_MODELS[DEFAULT_MODEL], flag="--checkpoint"
     folder = os.path.dirname(path)
     run_dir = os.path.dirname(folder) if os.path.basename(folder) == "checkpoints" else folder
     return run_dir, path
+
+
+def chosen_recognizer(args, run, words):
+    """The Recognizer the reading options describe: ``run`` (``chosen_run``'s answer) on
+    --towers, read as --beam-width, --char-lm and --lexicon say (``words``: ``lexicon_words``'s
+    answer, read before the model loads)."""
+    from crnn_multigpu.ocr.inference import Recognizer
+    run_dir, checkpoint = run
+    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
+                            towers=args.towers, model_cls=chosen_model_class(args))
+    recognizer.language_model = language_model_decoder(args, recognizer.charset)
+    recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
+    return recognizer
