@@ -3,13 +3,19 @@
 # the families reserved for independent evaluation, plus 149 families from npm's @fontsource
 # packages, scripts/install_fontsource.sh), a word list, and poppler for the real-document
 # check. Root installs them with apt-get; anyone else is told what to install.
-# Usage: scripts/install_system_packages.sh [--minimal | --compare]
-#   --minimal: what the tests need
+# Usage: scripts/install_system_packages.sh [--minimal | --compare | --chinese]
+#   --minimal: what the tests need (one Chinese face among them: WenQuanYi Micro Hei)
+#   --chinese: what the Chinese text model trains on: Chinese faces (not the reserved AR PL),
+#              the texts of debian-reference-zh-cn and texlive-lang-chinese's PDFs (poppler-data
+#              lets poppler extract their Chinese)
 #   --compare: the side-by-side check with Tesseract (scripts/compare_tesseract.py): Tesseract 5
 #              and its English model, the reserved type families and the reserved PDFs
 #              (never trained on: crnn-generate leaves reserved families out)
 set -euo pipefail
-MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils"
+MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils
+fonts-wqy-microhei"
+CHINESE="fonts-noto-cjk fonts-noto-cjk-extra fonts-wqy-zenhei fonts-wqy-microhei fonts-droid-fallback
+fonts-lxgw-wenkai fonts-smiley-sans texlive-lang-chinese poppler-data debian-reference-zh-cn"
 FONTS="fonts-roboto fonts-roboto-slab fonts-open-sans fonts-lato fonts-crosextra-carlito
 fonts-crosextra-caladea fonts-ebgaramond fonts-linuxlibertine fonts-sil-gentium fonts-sil-charis
 fonts-sil-andika fonts-firacode fonts-hack fonts-cantarell fonts-go fonts-jetbrains-mono fonts-stix
@@ -22,10 +28,13 @@ fonts-adf-accanthis fonts-adf-baskervald fonts-adf-berenis fonts-adf-gillius fon
 fonts-adf-romande fonts-adf-switzera fonts-adf-universalis fonts-adf-verana fonts-junction
 fonts-prociono fonts-cardo fonts-tuffy fonts-clear-sans fonts-arkpandora fonts-lmodern fonts-cmu"
 COMPARE="tesseract-ocr tesseract-ocr-eng fonts-liberation fonts-freefont-ttf fonts-urw-base35
-fonts-texgyre libtasn1-doc shared-mime-info python-reportlab-doc"
+fonts-texgyre libtasn1-doc shared-mime-info python-reportlab-doc tesseract-ocr-chi-sim
+fonts-arphic-ukai fonts-arphic-uming fonts-arphic-gbsn00lp fonts-arphic-gkai00mp texlive-lang-chinese
+poppler-data manpages-zh"
 case "${1:-}" in
   --minimal) packages="$MINIMAL" ;;
   --compare) packages="$MINIMAL $COMPARE" ;;
+  --chinese) packages="$MINIMAL $CHINESE" ;;
   *) packages="$MINIMAL $FONTS" ;;
 esac
 missing=$(for p in $packages; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)

@@ -10,8 +10,9 @@ rasterised by poppler at a random resolution (``--dpi``, default 96-300), its ro
 by the project's own page reader (``ocr.page.line_crops``, so the crops are those the page
 reader feeds the model) and labelled with poppler's text layer (``page_check.truth_rows``):
 a piece of a row found exactly is kept with the text layer's words whose centres lie in it,
-joined by single spaces, typographic characters spelt in ASCII, when all of them are
-printable ASCII. Words (``pdf_words.find_words``: 1-20 letters and digits, case kept) are
+joined by single spaces and spelt as the language (``--language``) writes them (English:
+typographic characters in ASCII; Chinese: no space beside a Chinese character), when its
+charset writes all of them. Words (``pdf_words.find_words``: 1-20 letters and digits, case kept) are
 cropped with the margins of the word checks, at most ``--words-per-page`` a page.
 
 Kept out, so a figure measured on them stays independent: the PDFs the project reserves
@@ -37,8 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets import write_labels  # noqa: E402
 from crnn_multigpu.datasets.fonts import is_reserved  # noqa: E402
-from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
-from crnn_multigpu.ocr.charset import Charset  # noqa: E402
+from crnn_multigpu.datasets.language import get_language, language_names  # noqa: E402
 from crnn_multigpu.ocr.page import line_crops  # noqa: E402
 from page_check import compare_rows, found_row_of, truth_rows  # noqa: E402
 from pdf_words import RESERVED_PDFS, fail, find_words, run, word_crop  # noqa: E402
@@ -49,7 +49,6 @@ CHECK_PACKAGES = ("/simh/", "/d-itg/", "/camlidl/", "/gutenprint-doc/")
 BASE35_FONT_RE = re.compile(
     r"^(times|helvetica|courier|palatino|bookman|avantgarde|itcavantgarde|newcenturyschlbk|"
     r"centuryschl|zapfchancery|zapfdingbats|symbol|standardsymbols|dingbats|d050000l)")
-PRINTABLE = set(Charset.printable_ascii().chars)
 
 
 def fonts_ok(pdf):
@@ -105,7 +104,8 @@ def page_count(pdf):
 
 def page_samples(task):
     """The line and word crops of one page: ``[(kind, PIL image, text)]``."""
-    pdf, page, dpi, words_per_page, seed = task
+    pdf, page, dpi, words_per_page, seed, language = task
+    language = get_language(language)
     with tempfile.TemporaryDirectory() as scratch:
         prefix = os.path.join(scratch, "page")
         run(["pdftoppm", "-gray", "-r", str(dpi), "-png", "-singlefile", "-f", str(page),
@@ -122,10 +122,10 @@ def page_samples(task):
                 continue
             inside = [text for x, y, text in rows[truth_index]
                       if found_row_of([box], x, y) is not None]
-            text = ascii_spelling(" ".join(inside))
-            if inside and set(text) <= PRINTABLE:
+            text = language.label_of(" ".join(inside))
+            if inside and text:
                 samples.append(("line", crop, text))
-    words = find_words(pdf, page)[2]
+    words = find_words(pdf, page)[2] if words_per_page else []
     for _, box, text in random.Random(seed).sample(words, min(words_per_page, len(words))):
         samples.append(("word", word_crop(image, box, dpi), text))
     return samples
@@ -138,7 +138,10 @@ def main(argv=None):
     parser.add_argument("--pages", type=int, default=600, help="pages drawn over all PDFs")
     parser.add_argument("--max-pages-per-pdf", type=int, default=8)
     parser.add_argument("--dpi", default="96-300", help="range of resolutions, e.g. 96-300")
-    parser.add_argument("--words-per-page", type=int, default=25)
+    parser.add_argument("--words-per-page", type=int, default=25,
+                        help="Latin words cut from each page (0 for none)")
+    parser.add_argument("--language", choices=language_names(), default="en",
+                        help="how row labels are spelt and which characters they may hold")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
@@ -160,7 +163,7 @@ def main(argv=None):
                 break
             pages = range(1, page_count(pdf) + 1)
             tasks.extend((pdf, page, rng.randint(low, high), args.words_per_page,
-                          rng.randrange(1 << 30))
+                          rng.randrange(1 << 30), args.language)
                          for page in rng.sample(pages, min(args.max_pages_per_pdf, len(pages))))
         tasks = tasks[:args.pages]
         os.makedirs(os.path.join(args.out, "images"), exist_ok=True)
@@ -175,7 +178,7 @@ def main(argv=None):
                 print("%d of %d pages: %d lines, %d words" % (
                     done, len(tasks), counts["line"], counts["word"]), flush=True)
     write_labels(args.out, entries)
-    Charset.printable_ascii().to_file(os.path.join(args.out, "charset.txt"))
+    get_language(args.language).charset.to_file(os.path.join(args.out, "charset.txt"))
     print("%d lines and %d words from %d pages of %d PDFs in %s" % (
         counts["line"], counts["word"], len(tasks), len(set(t[0] for t in tasks)), args.out))
 

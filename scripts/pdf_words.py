@@ -39,8 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crnn_multigpu.ocr.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets import write_labels  # noqa: E402
+from crnn_multigpu.datasets.text_sources import RESERVED_PDFS  # noqa: E402,F401  (scripts import it from here)
 
-RESERVED_PDFS = ("libtasn1.pdf", "shared-mime-info-spec.pdf", "reportlab-userguide.pdf")
 WORD_RE = re.compile(r"[0-9A-Za-z]{1,20}")
 TOKEN_RE = re.compile(r'<page width="([\d.]+)" height="([\d.]+)">|'
                       r'<word xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" yMax="([-\d.]+)">'

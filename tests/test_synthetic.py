@@ -38,7 +38,10 @@ RESERVED_FAMILIES = [
     "Nimbus Roman", "Nimbus Sans", "Nimbus Sans Narrow", "Nimbus Mono PS", "Nimbus Roman No9 L",
     "URW Gothic", "URW Bookman", "URW Palladio L", "URW Chancery L", "Bookman Old Style",
     "C059", "P052", "Z003", "Century Schoolbook L", "Standard Symbols PS", "Standard Symbols L",
-    "TeX Gyre Termes", "TeX Gyre Heros", "TeXGyreCursor", "LIBERATION SERIF"]
+    "TeX Gyre Termes", "TeX Gyre Heros", "TeXGyreCursor", "LIBERATION SERIF",
+    # AR PL, as Debian's fonts-arphic-* name them and as PDFs name the embedded faces
+    "AR PL UKai CN", "AR PL UMing TW", "AR PL SungtiL GB", "AR PL KaitiM Big5", "UKaiCN",
+    "UMingHK"]
 # Reserved by the file's base name alone (the family read as "Plain"): every pattern of
 # fonts.RESERVED_FILE_PATTERNS.
 RESERVED_FILES = [
@@ -49,7 +52,9 @@ RESERVED_FILES = [
     "texgyretermes-regular.otf", "TeXGyreHeros-Bold.otf",
     # ghostscript's URW Type 1 files and their metrics, named by a code only
     "c059013l.pfb", "n019003l.pfb", "a010013l.afm", "b018012l.pfb", "d050000l.pfb",
-    "p052003l.pfb", "s050000l.pfb", "z003034l.pfb", "D050000L.pfb"]
+    "p052003l.pfb", "s050000l.pfb", "z003034l.pfb", "D050000L.pfb",
+    # AR PL (fonts-arphic-*): collections named with their face, and the GB/Big5 files
+    "ukai.ttc#0", "uming.ttc#2", "gbsn00lp.ttf", "gkai00mp.ttf", "bkai00mp.ttf", "bsmi00lp.ttf"]
 
 
 @pytest.mark.parametrize("family", RESERVED_FAMILIES)

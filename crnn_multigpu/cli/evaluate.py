@@ -10,6 +10,7 @@ from crnn_multigpu.cli.common import (ArgumentParser, console_entry, positive_in
 from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
                                        lexicon_words)
 from crnn_multigpu.ocr import char_lm
+from crnn_multigpu.ocr.metrics import SCORINGS
 
 
 def build_parser():
@@ -17,6 +18,11 @@ def build_parser():
     parser.add_argument("--data", required=True, help="dataset: folder with labels.txt, or LMDB")
     parser.add_argument("--batch-size", type=positive_int, default=64)
     scoring = parser.add_argument_group("scoring against labels in a smaller alphabet")
+    scoring.add_argument("--scoring", choices=sorted(SCORINGS),
+                         help="strict: the texts as they are; nfkc-blank-blind: NFKC-normalised "
+                              "with whitespace ignored (Chinese has no spaces between words; "
+                              "，equals ,). Default: the model's language's (English: strict, "
+                              "Chinese: nfkc-blank-blind)")
     scoring.add_argument("--fold-case", action="store_true", help="compare lower-cased")
     scoring.add_argument("--alnum", action="store_true",
                          help="compare letters and digits only (spaces, punctuation dropped)")
@@ -47,7 +53,10 @@ def main_body(argv=None):
         sys.stderr.write("\revaluated %d/%d" % (done, total))
         sys.stderr.flush()
 
-    fold = scoring_fold(args.fold_case, args.alnum) if args.fold_case or args.alnum else None
+    scoring = args.scoring or recognizer.language.scoring
+    blind = SCORINGS[scoring].get("nfkc_blank_blind", False)
+    fold = scoring_fold(args.fold_case, args.alnum, blind) \
+        if args.fold_case or args.alnum or blind else None
     # A synthetic recipe draws its labels when read: it has no list of them to look at.
     labels = getattr(dataset, "texts", None)
     if fold is None and labels is not None and reads_case(recognizer.charset) and not any(
@@ -68,7 +77,8 @@ def main_body(argv=None):
                         [e[2] for e in examples], args.picture)
         sys.stderr.write("wrote %s\n" % args.picture)
     figures["checkpoint"] = recognizer.checkpoint
-    figures["scoring"] = "+".join(name for name, on in (("fold-case", args.fold_case),
+    figures["scoring"] = "+".join(name for name, on in ((scoring, blind),
+                                                        ("fold-case", args.fold_case),
                                                         ("alnum", args.alnum)) if on) or "exact"
     if recognizer.language_model is not None:
         figures.update(char_lm=dict(order=char_lm.DEFAULT_ORDER, weight=args.lm_weight,

@@ -17,6 +17,7 @@ import time
 from crnn_multigpu.cli.common import (ArgumentParser, add_font_arguments, console_entry,
                                       non_negative_int, positive_int, setup_logging, unit_float)
 from crnn_multigpu.datasets.fonts import FONT_SIDES
+from crnn_multigpu.datasets.language import DEFAULT_LANGUAGE, get_language, language_names
 
 
 
@@ -45,9 +46,13 @@ def build_parser():
                         help="processes rendering the folder format (default: one per CPU)")
     output.add_argument("--quiet", action="store_true", help="no progress lines")
     text = parser.add_argument_group("what the images say")
+    text.add_argument("--language", choices=language_names(), default=DEFAULT_LANGUAGE,
+                      help="whose prose, words, punctuation and type designs to draw "
+                           "(crnn_multigpu/datasets/languages/; default: %(default)s)")
     text.add_argument("--charset", metavar="FILE",
                       help="charset file, one character per line (default: 0-9 and a-z; with "
-                           "--lines the 95 printable ASCII characters)")
+                           "--lines the language's charset: for en the 95 printable ASCII "
+                           "characters)")
     text.add_argument("--lines", action="store_true",
                       help="whole printed lines (1-60 characters) of English prose, phrases, "
                            "code and numbers, in mixed faces, instead of single words")
@@ -94,11 +99,12 @@ def _check_arguments(args):
                          "choose another --out" % (args.out, existing[0]))
 
 
-def list_fonts(args, charset):
+def list_fonts(args, charset, language):
     """Print every font family found, its faces and its side of the split; returns 0."""
     from crnn_multigpu.datasets.fonts import (find_fonts, font_family, is_reserved, split_fonts,
                                               superfamily)
-    fonts = find_fonts(args.font_dir, chars=charset.chars, include_reserved=True)
+    fonts = find_fonts(args.font_dir, chars=charset.chars, include_reserved=True,
+                       language=language)
     usable = [f for f in fonts if args.include_reserved or not is_reserved(f)]
     _, heldout = split_fonts(usable, args.holdout_fraction) if usable else ([], [])
     families = {}
@@ -126,13 +132,14 @@ def main_body(argv=None):
     from crnn_multigpu.datasets.folder import with_progress
     from crnn_multigpu.datasets.synthetic import make_generator, text_part_of
 
+    language = get_language(args.language)
     charset = Charset.from_file(args.charset) if args.charset else \
-        Charset.printable_ascii() if args.lines else Charset.default()
+        language.charset if args.lines else Charset.default()
     if args.list_fonts:
-        return list_fonts(args, charset)
+        return list_fonts(args, charset, language)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
     fonts = select_fonts(args.fonts, args.font_dir, charset.chars, args.holdout_fraction,
-                         include_reserved=args.include_reserved)
+                         include_reserved=args.include_reserved, language=language)
     if args.lazy:
         path = write_recipe(args.out, count=args.count, start=args.start, seed=args.seed,
                             fonts=args.fonts, holdout_fraction=args.holdout_fraction,
@@ -141,13 +148,14 @@ def main_body(argv=None):
                             max_len=args.max_len, difficulty=args.difficulty,
                             words=args.words and os.path.abspath(args.words), kinds=kinds,
                             charset="".join(charset.chars), lines=args.lines,
-                            text=[os.path.abspath(t) for t in args.text] if args.text else None)
+                            text=[os.path.abspath(t) for t in args.text] if args.text else None,
+                            language=args.language)
         print("wrote %s: %d images in %d fonts, rendered when read" % (path, args.count, len(fonts)))
         return 0
     generator = make_generator(charset, fonts, lines=args.lines, text_files=args.text,
                                text_part=text_part_of(args.fonts), min_len=args.min_len,
                                max_len=args.max_len, seed=args.seed, difficulty=args.difficulty,
-                               words=args.words, kinds=kinds)
+                               words=args.words, kinds=kinds, language=language)
     every = 0 if args.quiet else max(100, min(10000, args.count // 10))
     started = time.time()
     if args.format == "folder":

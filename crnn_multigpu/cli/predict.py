@@ -47,7 +47,7 @@ def read_page(recognizer, path, picture=None):
         from crnn_multigpu.ocr.picture import label_font
         draw_lines(page, boxes, texts, picture, font=label_font(14))
         sys.stderr.write("wrote %s\n" % picture)
-    return page_text(boxes, texts)
+    return page_text(boxes, texts, language=recognizer.language)
 
 
 def picture_path(picture, index, count):

@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 
+from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.runtime.checkpoints import (ensure_writable, latest_checkpoint, load_config,
                                        require_checkpoint, save_config)
@@ -48,7 +49,12 @@ def build_parser():
     data.add_argument("--train", required=True, help="training set (folder with labels.txt, or LMDB)")
     data.add_argument("--val", help="validation set, evaluated every --validate-every steps and at the end")
     data.add_argument("--out", required=True, help="run directory: config.json, checkpoints/, logs/")
-    data.add_argument("--charset", help="charset file, one character per line (default: 0-9a-z)")
+    data.add_argument("--charset", help="charset file, one character per line (default: the "
+                                        "--language's, else 0-9a-z)")
+    data.add_argument("--language", choices=language_names(),
+                      help="the language the model reads (crnn_multigpu/datasets/languages/): "
+                           "its charset unless --charset, and how the reading tools join and "
+                           "score its text; recorded in config.json")
     data.add_argument("--width", type=non_negative_int, default=100,
                       help="fixed image width (a multiple of the model class's DOWNSAMPLE: 4 "
                            "for CRNN); 0 = keep aspect ratio, pad per batch")
@@ -69,7 +75,8 @@ def build_parser():
     model.add_argument("--model", metavar="SIZE",
                        help="one of the model class's SIZES; CRNN's: small (0.5 M parameters, "
                             "fast on CPU, default), medium (2.1 M), paper (8.2 M, Shi et al. "
-                            "2015 widths), or tiny (smoke tests)")
+                            "2015 widths), wide (for charsets of thousands of classes: small with a "
+                            "twice as wide top; 2.4 M at 6,900 classes) or tiny (smoke tests)")
     model.add_argument("--precision", choices=PRECISIONS, default="float32",
                        help="what the towers compute in; variables and checkpoints stay float32 "
                             "(mixed_float16 adds dynamic loss scaling; bfloat16 is fast on CPUs "
@@ -192,7 +199,8 @@ def run_config(args, charset, model_cls):
     """The run's config.json: what evaluate, predict and export rebuild the model from."""
     return dict(model=model_kwargs(args, model_cls, charset),
                 model_class=model_class.path_of(model_cls),
-                charset="".join(charset.chars), image_width=args.width or None,
+                charset="".join(charset.chars), language=args.language,
+                image_width=args.width or None,
                 batch_size=args.batch_size, accumulate=args.accumulate, lr=args.lr,
                 seed=args.seed, steps=args.steps,
                 sync_bn=args.sync_bn, precision=args.precision,
@@ -289,7 +297,8 @@ def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     args.out = os.path.abspath(args.out)  # cluster servers resolve relative paths their own way
-    charset = Charset.from_file(args.charset) if args.charset else Charset.default()
+    charset = Charset.from_file(args.charset) if args.charset else \
+        get_language(args.language).charset if args.language else Charset.default()
     if args.bucket and args.width:
         raise ValueError("--bucket %d sorts batches by image width, which only varies with "
                          "--width 0; drop --bucket or pass --width 0" % args.bucket)

@@ -14,6 +14,8 @@ import os
 import tempfile
 import zlib
 
+from crnn_multigpu.datasets.face_names import face_file
+
 log = logging.getLogger(__name__)
 
 CACHE_NAME = "font_coverage.json"
@@ -76,10 +78,11 @@ class CoverageCache(object):
         return self._entries
 
 
-def _font_key(path):
+def _font_key(face):
+    file, index = face_file(face)
     try:
-        real = os.path.realpath(path)
+        real = os.path.realpath(file)
         status = os.stat(real)
     except OSError:
         return None
-    return "%s|%d|%d" % (real, status.st_size, status.st_mtime_ns)
+    return "%s|%d|%d%s" % (real, status.st_size, status.st_mtime_ns, "#%d" % index if index else "")

@@ -21,7 +21,9 @@ import zlib
 
 from PIL import Image, ImageDraw, ImageFont
 
+from crnn_multigpu.datasets.face_names import COLLECTION_EXTENSIONS, collection_face, face_file
 from crnn_multigpu.datasets.font_cache import CoverageCache
+from crnn_multigpu.datasets.language import get_language
 
 DEFAULT_FONT_DIRS = (
     "/usr/share/fonts",
@@ -30,8 +32,10 @@ DEFAULT_FONT_DIRS = (
     "~/.local/share/fonts",
 )
 FONT_DIRS_ENV = "CRNN_FONT_DIRS"
-# .pfb: Type 1; .woff: the web format of npm's @fontsource packages (FreeType reads both).
-FONT_EXTENSIONS = (".ttf", ".otf", ".pfb", ".woff")
+# .pfb: Type 1; .woff: the web format of npm's @fontsource packages (FreeType reads both);
+# .ttc/.otc: collections (Noto CJK, WenQuanYi), whose faces are named "file.ttc#N".
+FONT_EXTENSIONS = (".ttf", ".otf", ".pfb", ".woff") + COLLECTION_EXTENSIONS
+_MAX_COLLECTION_FACES = 64
 # U+FFFF is a permanent noncharacter: no font maps it, so it renders .notdef.
 _UNMAPPED_CODEPOINT = u"\uffff"
 _PROBE_SIZE = 24
@@ -40,12 +44,16 @@ _PROBE_SIZE = 24
 RESERVED_FAMILY_PATTERNS = (
     r"\bliberation\b", r"\barimo\b", r"\btinos\b", r"\bcousine\b", r"\bfreefont\b",
     r"^free ?(serif|sans|mono)\b", r"\bnimbus", r"\burw\b", r"\bbookman\b",
-    r"century schoolbook l\b", r"^standard symbols", r"^c059", r"^p052", r"^z003", r"\btex ?gyre")
+    r"century schoolbook l\b", r"^standard symbols", r"^c059", r"^p052", r"^z003", r"\btex ?gyre",
+    # AR PL (Arphic's Chinese designs: UKai, UMing, SungtiL, KaitiM, Mingti, ...), also as PDFs
+    # name them (UKaiCN, UMingTW).
+    r"^ar ?pl\b", r"^u(kai|ming)(cn|tw|hk)?\b")
 # Matched against the file's base name (lower case): the same families as their files are
 # named, and ghostscript's URW Type 1 files (c059013l.pfb, n019003l.pfb, ...).
 RESERVED_FILE_PATTERNS = (
     r"^liberation", r"^arimo\b", r"^tinos\b", r"^cousine\b", r"^free(serif|sans|mono)", r"^nimbus",
-    r"^urw", r"^c059", r"^p052", r"^z003", r"^texgyre", r"^[abcdnpsz]0\d{5}l\.(pfb|afm)$")
+    r"^urw", r"^c059", r"^p052", r"^z003", r"^texgyre", r"^[abcdnpsz]0\d{5}l\.(pfb|afm)$",
+    r"^u(kai|ming)\.ttc", r"^(gbsn00lp|gkai00mp|bkai00mp|bsmi00lp)\.ttf")
 NON_TEXT_PATTERNS = (r"\bmath\b", r"symbol", r"keyboard", r"nushu", r"emoji", r"icon",
                      r"dingbat")
 # Complex shaping (raqm) is not needed for the scripts this package targets,
@@ -56,18 +64,33 @@ if _BASIC_LAYOUT is None:
 
 
 def load_font(path, size):
-    """Load a TrueType/OpenType font with Pillow's basic (fast) layout engine."""
-    return ImageFont.truetype(path, size, layout_engine=_BASIC_LAYOUT)
+    """Load a TrueType/OpenType face (a file, or ``file.ttc#N``) with Pillow's basic (fast)
+    layout engine."""
+    file, index = face_file(path)
+    return ImageFont.truetype(file, size, index=index, layout_engine=_BASIC_LAYOUT)
 
 
-def font_dirs_to_search(font_dirs=None):
-    """Folders :func:`find_fonts` searches: ``font_dirs``, else $CRNN_FONT_DIRS, else defaults."""
+def _collection_faces(path):
+    """``path#0 .. path#N-1``: the faces of a font collection (none if it cannot be read)."""
+    faces = []
+    for index in range(_MAX_COLLECTION_FACES):
+        try:
+            ImageFont.truetype(path, _PROBE_SIZE, index=index, layout_engine=_BASIC_LAYOUT)
+        except (OSError, ValueError):
+            break
+        faces.append(collection_face(path, index))
+    return faces
+
+
+def font_dirs_to_search(font_dirs=None, language_dirs=None):
+    """Folders :func:`find_fonts` searches: ``font_dirs``, else $CRNN_FONT_DIRS, else the
+    language's folders, else the system's."""
     if font_dirs:
         dirs = list(font_dirs)
     elif os.environ.get(FONT_DIRS_ENV):
         dirs = [d for d in os.environ[FONT_DIRS_ENV].split(os.pathsep) if d]
     else:
-        dirs = list(DEFAULT_FONT_DIRS)
+        dirs = list(language_dirs or DEFAULT_FONT_DIRS)
     return [os.path.expanduser(d) for d in dirs]
 
 
@@ -75,7 +98,9 @@ def _font_files(directory):
     found = []
     for root, _, files in os.walk(directory, followlinks=True):
         for name in files:
-            if name.lower().endswith(FONT_EXTENSIONS):
+            if name.lower().endswith(COLLECTION_EXTENSIONS):
+                found.extend(_collection_faces(os.path.join(root, name)))
+            elif name.lower().endswith(FONT_EXTENSIONS):
                 found.append(os.path.join(root, name))
     return found
 
@@ -168,22 +193,26 @@ def is_text_face(path, family=None):
                 _matches(NON_TEXT_PATTERNS, os.path.basename(path)))
 
 
-def find_fonts(font_dirs=None, chars=None, include_reserved=False):
-    """Sorted .ttf/.otf/.pfb/.woff paths of text faces under the font folders, recursively.
+def find_fonts(font_dirs=None, chars=None, include_reserved=False, language=None):
+    """Sorted .ttf/.otf/.pfb/.woff paths (and ``.ttc#N`` faces) of text faces under the font
+    folders, recursively.
 
     Folders: ``font_dirs`` if given, else the ``CRNN_FONT_DIRS`` environment
-    variable (``os.pathsep``-separated), else the usual system and user font
-    folders. Reserved families (see the module docstring) are left out unless
-    ``include_reserved``; math/symbol faces always. With ``chars``, fonts
-    lacking any of them are dropped.
+    variable (``os.pathsep``-separated), else the ``language``'s (default: English) folders,
+    else the usual system and user font folders. Reserved families (see the module docstring)
+    are left out unless ``include_reserved``; math/symbol faces always, and families the
+    language leaves out (another language's designs). With ``chars``, fonts lacking any of
+    them are dropped.
 
     Raises FileNotFoundError naming the folders searched when nothing usable
     is found.
     """
-    dirs = font_dirs_to_search(font_dirs)
+    language = language or get_language()
+    dirs = font_dirs_to_search(font_dirs, language.font_dirs)
     fonts = sorted(set(path for d in dirs if os.path.isdir(d) for path in _font_files(d)))
     families = dict((path, font_family(path)) for path in fonts)
     fonts = [path for path in fonts if is_text_face(path, families[path]) and
+             language.draws_family(families[path]) and
              (include_reserved or not is_reserved(path, families[path]))]
     if not fonts:
         raise FileNotFoundError(
@@ -244,11 +273,12 @@ FONT_SIDES = ("all", "train", "heldout")
 
 
 def select_fonts(side="all", font_dirs=None, chars=None, holdout_fraction=0.2, seed=0,
-                 include_reserved=False):
+                 include_reserved=False, language=None):
     """The fonts of one side of the split: "all", "train" or "heldout" (see :func:`split_fonts`)."""
     if side not in FONT_SIDES:
         raise ValueError("font side must be one of %s, got %r" % (", ".join(FONT_SIDES), side))
-    fonts = find_fonts(font_dirs, chars=chars, include_reserved=include_reserved)
+    fonts = find_fonts(font_dirs, chars=chars, include_reserved=include_reserved,
+                       language=language)
     if side == "all":
         return fonts
     train_fonts, heldout_fonts = split_fonts(fonts, holdout_fraction, seed=seed)

@@ -1,7 +1,9 @@
-"""What synthetic printed LINES say: English prose, phrases, code and numbers, 1-60 characters.
+"""What synthetic printed LINES say: prose, phrases, code and numbers, 1-60 characters.
 
-The prose is real English that every Debian/Ubuntu machine already has, read at run time
-(nothing is copied into this repository):
+What a line is made of comes from its language's description
+(:mod:`crnn_multigpu.datasets.language`): its prose sources, word list, punctuation and
+spacing. English is the default; its prose is real English that every Debian/Ubuntu machine
+already has, read at run time (nothing is copied into this repository):
 
 * the Python reference manual as plain text (``pydoc_data.topics``, part of every CPython;
   Debian package libpython3.x-stdlib): technical English full of identifiers, quotes,
@@ -18,31 +20,17 @@ code-like line (identifiers with underscores and dots, calls, assignments, paths
 or numbers (dates, times, amounts, versions, section numbers). Prose fragments sometimes
 get one word replaced by such a token, as documents mix them into running text.
 """
-import io
-import os
 import re
-import zlib
 
 import numpy as np
 
-from crnn_multigpu.datasets.words import WordList, default_word_list
-
-LICENCE_DIR = "/usr/share/common-licenses"
-PARTS = ("all", "train", "heldout")
-HELDOUT_EVERY = 10  # one prose unit in ten is held out
+from crnn_multigpu.datasets.language import get_language
+from crnn_multigpu.datasets.words import WordList
 # Share of each kind of line in the default mix.
 LINE_MIX = (("prose", 0.55), ("phrase", 0.15), ("code", 0.15), ("numbers", 0.15))
 # Kinds drawn only when named in ``kinds`` (then with this share among the named), so the
 # default mix, and the figures measured with it, stay as they are.
 EXTRA_KINDS = (("table", 0.15), ("confusable", 0.15))
-# Typographic characters of real text and their plain-ASCII spelling.
-# Typesetters also emit ligatures, a minus sign and an asterisk operator for the ASCII look-alikes.
-_ASCII_SPELLING = {u"\u2018": "'", u"\u2019": "'", u"\u201c": '"', u"\u201d": '"',
-                   u"\u2014": "--", u"\u2013": "-", u"\u2026": "...", u"\u00a0": " ",
-                   u"\u00a9": "(c)", u"\u2010": "-", u"\u2212": "-", u"\u2217": "*",
-                   u"\ufb00": "ff", u"\ufb01": "fi", u"\ufb02": "fl", u"\ufb03": "ffi",
-                   u"\ufb04": "ffl"}
-_SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=[A-Z\"'(\[0-9])")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")
 # Glyphs that look alike in many faces (1 l I i |, 0 O o).
@@ -52,83 +40,20 @@ _CODE_WORDS = ("self", "args", "value", "name", "path", "data", "size", "count",
                "int", "None", "True", "False", "return", "const", "char", "void", "NULL")
 
 
-def default_text_sources():
-    """Descriptions of the default prose: ``("pydoc", None)`` and licence files that exist."""
-    sources = [("pydoc", None)]
-    if os.path.isdir(LICENCE_DIR):
-        seen = set()
-        for name in sorted(os.listdir(LICENCE_DIR)):
-            real = os.path.realpath(os.path.join(LICENCE_DIR, name))
-            if os.path.isfile(real) and real not in seen:  # GPL -> GPL-3: read once
-                seen.add(real)
-                sources.append(("file", real))
-    return sources
-
-
-def _source_text(kind, path):
-    if kind == "pydoc":
-        try:
-            from pydoc_data import topics
-        except ImportError:  # a Python built without its documentation topics
-            return ""
-        return "\n\n".join(topics.topics[key] for key in sorted(topics.topics))
-    try:
-        with io.open(path, "r", encoding="utf-8") as handle:
-            return handle.read()
-    except UnicodeDecodeError as error:
-        raise ValueError("text file %s is not UTF-8 (byte %d): %s; save it as UTF-8"
-                         % (path, error.start, error.reason))
+def ascii_spelling(text):
+    """``text`` with typographic characters (curly quotes, dashes, ligatures) spelt in ASCII."""
+    return get_language("en").respell(text)
 
 
 def prose_units(text):
-    """Sentences of running text and single lines of code, whitespace collapsed, in order."""
-    units = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
-        if any(line.startswith((">>>", "...")) for line in lines):
-            units.extend(lines)  # an interactive example: one line is one unit
-            continue
-        joined = " ".join(lines)
-        units.extend(part.strip() for part in _SENTENCE_END.split(joined) if part.strip())
-    return units
+    """Sentences of running English text and single lines of code, in order."""
+    return get_language("en").units(text)
 
 
-def ascii_spelling(text):
-    """``text`` with typographic characters (curly quotes, dashes, ligatures) spelt in ASCII."""
-    return "".join(_ASCII_SPELLING.get(char, char) for char in text)
-
-
-def load_prose(charset, paths=None, part="all"):
-    """Prose units the charset can write: from ``paths`` (text files), else the defaults.
-
-    ``part``: "train", "heldout" (every :data:`HELDOUT_EVERY`-th unit by hash) or "all".
-    """
-    if part not in PARTS:
-        raise ValueError("text part must be one of %s, got %r" % (", ".join(PARTS), part))
-    if paths:
-        for path in paths:
-            if not os.path.isfile(path):
-                raise FileNotFoundError("--text %s does not exist: pass a UTF-8 text file of "
-                                        "English prose" % path)
-        sources = [("file", path) for path in paths]
-    else:
-        sources = default_text_sources()
-    units, seen = [], set()
-    for kind, path in sources:
-        for unit in prose_units(ascii_spelling(_source_text(kind, path))):
-            unit = re.sub(r"\s+", " ", unit)
-            # Rulers ("-----") and other runs of punctuation are not text.
-            if unit in seen or charset.unknown_chars(unit) or not re.search(r"[A-Za-z0-9]", unit):
-                continue
-            seen.add(unit)
-            held = zlib.crc32(unit.encode("utf-8")) % HELDOUT_EVERY == 0
-            if part == "all" or held == (part == "heldout"):
-                units.append(unit)
-    if not units:
-        where = ", ".join(paths) if paths else "the Python documentation and %s" % LICENCE_DIR
-        raise ValueError("no %sprose the charset can write was found in %s"
-                         % ("" if part == "all" else part + " ", where))
-    return units
+def load_prose(charset, paths=None, part="all", language=None):
+    """Prose units the charset can write: from ``paths`` (text files), else the language's
+    sources (default: English); see :meth:`~crnn_multigpu.datasets.language.Language.prose`."""
+    return (language or get_language()).prose(part, paths, charset)
 
 
 class LineSampler(object):
@@ -146,11 +71,13 @@ class LineSampler(object):
       words: word list path for phrases and identifiers (default: the system list; without
         one, words are taken from the prose).
       kinds: which of :data:`LINE_MIX` and :data:`EXTRA_KINDS` to draw (default: the
-        ``LINE_MIX``).
+        language's ``line_kinds``).
+      language: a :class:`~crnn_multigpu.datasets.language.Language` (default: English): its
+        prose, words, punctuation and spacing.
     """
 
     def __init__(self, charset, min_len=1, max_len=60, texts=None, part="all", words=None,
-                 kinds=None):
+                 kinds=None, language=None):
         if " " not in charset:
             raise ValueError("lines need a charset with the space character; use "
                              "data/charsets/printable_ascii.txt or add a line holding one space")
@@ -161,13 +88,17 @@ class LineSampler(object):
         if unknown:
             raise ValueError("unknown line kind(s) %s; choose from %s" % (
                 ", ".join(sorted(unknown)), ", ".join(kind for kind, _ in known)))
+        self.language = language = language or get_language()
         self.charset, self.min_len, self.max_len = charset, min_len, max_len
-        self.units = load_prose(charset, texts, part)
+        self.units = language.prose(part, texts, charset)
         self._prose_words = sorted(set(w for u in self.units for w in re.findall(r"[A-Za-z]{3,}", u)))
-        words = words or default_word_list()
+        words = words or language.word_list_path()
         writable = lambda word: word if not charset.unknown_chars(word) else None  # noqa: E731
-        self.words = WordList(words, writable, max_len=20) if words else None
-        mix = [(kind, share) for kind, share in known if kind in kinds] if kinds else LINE_MIX
+        self.words = WordList(words, writable, max_len=20,
+                              separator=language.word_list_separator) if words else None
+        self._code_word = self._word if language.code_words == "words" else self._prose_word
+        mix = [(kind, share) for kind, share in known if kind in kinds] if kinds else \
+            list(language.line_kinds.items())
         total = sum(share for _, share in mix)
         self.kinds = [kind for kind, _ in mix]  # the kinds drawn, in mix order
         self._kind_cumulative = np.cumsum([share / total for _, share in mix])
@@ -189,7 +120,7 @@ class LineSampler(object):
         make = getattr(self, "_" + kind)
         for _ in range(10):
             drawn = make(rng, length)
-            tidy = _tidy(drawn)
+            tidy = self.language.tidy(drawn)
             line = _fit(tidy, self.max_len)
             if len(line) >= self.min_len and self.label_of(line) is not None:
                 # Only a table row is drawn with its own gaps (columns), unless it was cut to
@@ -202,25 +133,30 @@ class LineSampler(object):
     # ----- kinds of line -----
 
     def _prose(self, rng, length):
-        """A word-aligned window of a prose unit, sometimes with a token mixed in."""
+        """A token-aligned window of a prose unit (words, or characters where the language
+        writes no spaces), sometimes with a token mixed in."""
         unit = self.units[rng.randint(len(self.units))]
-        words = unit.split(" ")
+        joiner = self.language.joiner
+        words = self.language.token.findall(unit)
         if len(unit) > length:
             start = rng.randint(len(words))
             picked = []
             for word in words[start:]:
-                if len(" ".join(picked + [word])) > length:
+                if len(joiner.join(picked + [word])) > length:
                     break
                 picked.append(word)
             words = picked or [words[start][:length]]
         if len(words) > 2 and rng.rand() < 0.25:
             words[rng.randint(len(words))] = self._token(rng)
-        return " ".join(words)
+        return joiner.join(words)
 
     def _phrase(self, rng, length):
-        """Dictionary words with commas, a closing stop, sometimes quotes or brackets."""
+        """Dictionary words with commas, a closing stop, sometimes quotes or brackets, in the
+        language's punctuation."""
+        joiner, punctuation = self.language.joiner, self.language.phrase
+        commas, stops = punctuation["comma"], punctuation["stops"]
         words = []
-        while len(" ".join(words)) < length:
+        while len(joiner.join(words)) < length:
             word = self._word(rng)
             style = rng.rand()
             if style < 0.15:
@@ -228,17 +164,18 @@ class LineSampler(object):
             elif style < 0.2:
                 word = word.upper()
             if rng.rand() < 0.1:
-                word += ","
+                word += commas[rng.randint(len(commas))] if len(commas) > 1 else commas
             words.append(word)
         if rng.rand() < 0.3:
             words[0] = words[0].capitalize()
-            words[-1] += "." if rng.rand() < 0.7 else rng.choice(["?", "!", ":", ";"])
+            words[-1] += stops[0] if rng.rand() < 0.7 else rng.choice(list(stops[1:]))
         if len(words) > 2 and rng.rand() < 0.2:
             start = rng.randint(len(words) - 1)
-            left, right = [("(", ")"), ('"', '"'), ("'", "'"), ("[", "]")][rng.randint(4)]
+            brackets = punctuation["brackets"]
+            left, right = brackets[rng.randint(len(brackets))]
             words[start] = left + words[start]
             words[start + 1] = words[start + 1] + right
-        return " ".join(words)
+        return joiner.join(words)
 
     def _code(self, rng, length):
         """A line of code or configuration."""
@@ -295,10 +232,13 @@ class LineSampler(object):
     def _word(self, rng):
         if self.words is not None:
             return self.words.sample(rng)
+        return self._prose_word(rng)
+
+    def _prose_word(self, rng):
         return self._prose_words[rng.randint(len(self._prose_words))]
 
     def _identifier(self, rng):
-        words = [self._word(rng).lower() for _ in range(rng.randint(1, 4))]
+        words = [self._code_word(rng).lower() for _ in range(rng.randint(1, 4))]
         words = [re.sub(r"[^a-z0-9]", "", w) or "x" for w in words]
         style = rng.rand()
         if style < 0.45:
@@ -409,8 +349,3 @@ def _fit(line, max_len):
         return line
     cut = line.rfind(" ", 0, max_len + 1)
     return (line[:cut] if cut >= max_len // 2 else line[:max_len]).rstrip()
-
-
-def _tidy(line):
-    """No leading, trailing or doubled spaces: an image cannot show them."""
-    return re.sub(r" {2,}", " ", line).strip()

@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from crnn_multigpu.datasets.images import load_image
+from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.datasets.synthetic import make_generator, sample_seed, text_part_of
 
 
@@ -47,7 +48,7 @@ RECIPE_FILE = "synthetic.json"
 _RECIPE_DEFAULTS = dict(count=1000000, start=0, seed=0, fonts="train", holdout_fraction=0.2,
                         font_dirs=None, include_reserved=False, min_len=1, max_len=10,
                         difficulty=0.5, words=None, kinds=None, charset=None, lines=False,
-                        text=None)
+                        text=None, language=None)
 
 
 def write_recipe(out_dir, **settings):
@@ -58,7 +59,8 @@ def write_recipe(out_dir, **settings):
     difficulty, words (word list path or None), kinds (list of text kinds or None = all),
     charset (string or None = default), lines (whole printed lines instead of words), text
     (list of prose files for lines, or None = the packaged prose; the part of it read follows
-    the font side).
+    the font side), language (a described language's name, None = English: its fonts, prose
+    and words).
     """
     unknown = set(settings) - set(_RECIPE_DEFAULTS)
     if unknown:
@@ -82,6 +84,7 @@ def open_recipe(path, charset=None, time_steps=None, height=32):
             recipe = dict(_RECIPE_DEFAULTS, **json.load(handle))
     except ValueError as error:
         raise ValueError("%s is not valid JSON: %s" % (recipe_path, error))
+    language = get_language(recipe["language"])
     own = Charset(recipe["charset"]) if recipe["charset"] else Charset.default()
     charset = charset or own
     if time_steps and 2 * recipe["max_len"] > time_steps:
@@ -89,10 +92,11 @@ def open_recipe(path, charset=None, time_steps=None, height=32):
                          "lower max_len or train wider images" % (recipe_path, recipe["max_len"],
                                                                   2 * recipe["max_len"], time_steps))
     fonts = select_fonts(recipe["fonts"], recipe["font_dirs"], charset.chars,
-                         recipe["holdout_fraction"], include_reserved=recipe["include_reserved"])
+                         recipe["holdout_fraction"], include_reserved=recipe["include_reserved"],
+                         language=language)
     generator = make_generator(charset, fonts, lines=recipe["lines"], text_files=recipe["text"],
                                text_part=text_part_of(recipe["fonts"]), height=height,
                                min_len=recipe["min_len"], max_len=recipe["max_len"],
                                seed=recipe["seed"], difficulty=recipe["difficulty"],
-                               words=recipe["words"], kinds=recipe["kinds"])
+                               words=recipe["words"], kinds=recipe["kinds"], language=language)
     return SyntheticDataset(generator, recipe["count"], start=recipe["start"], height=height)

@@ -431,12 +431,13 @@ def _apply_perspective(coefficients, x, y):
 
 
 def make_generator(charset, fonts, lines=False, text_files=None, text_part="all", min_len=None,
-                   max_len=None, words=None, kinds=None, **settings):
+                   max_len=None, words=None, kinds=None, language=None, **settings):
     """A :class:`SyntheticTextGenerator` of words (default) or whole printed lines.
 
     ``lines``: draw lines with :class:`~crnn_multigpu.datasets.lines.LineSampler` from
     ``text_files`` (default: the packaged prose), its ``text_part`` ("train", "heldout",
     "all"), ``kinds`` of line; lengths default to 1-10 for words, 1-60 for lines.
+    ``language``: whose prose, words and punctuation lines are made of (default: English).
     ``settings`` (height, seed, difficulty) go to the generator.
     """
     min_len = min_len or 1
@@ -446,7 +447,7 @@ def make_generator(charset, fonts, lines=False, text_files=None, text_part="all"
                                       words=words, kinds=kinds, **settings)
     from crnn_multigpu.datasets.lines import LineSampler
     texts = LineSampler(charset, min_len, max_len, texts=text_files, part=text_part, words=words,
-                        kinds=kinds)
+                        kinds=kinds, language=language)
     return SyntheticTextGenerator(charset, fonts, min_len=min_len, max_len=max_len, texts=texts,
                                   lines=True, **settings)
 

@@ -51,7 +51,8 @@ class WordList(object):
     Possessives ("dog's") lose their "'s"; duplicates after that are merged.
     """
 
-    def __init__(self, path, label_of, common_path=COMMON_WORD_LIST, min_len=1, max_len=None):
+    def __init__(self, path, label_of, common_path=COMMON_WORD_LIST, min_len=1, max_len=None,
+                 separator="\t"):
         if not os.path.isfile(path):
             raise FileNotFoundError("word list %s does not exist (Debian/Ubuntu: apt-get install "
                                     "wamerican, or pass a file with one word per line)" % path)
@@ -60,7 +61,7 @@ class WordList(object):
             common = set(line.strip() for line in _read_lines(common_path))
         weights = {}
         for number, line in enumerate(_read_lines(path), 1):
-            fields = line.strip().split("\t")
+            fields = line.strip().split(separator)
             word = fields[0].strip()
             if word.endswith("'s"):
                 word = word[:-2]
@@ -72,7 +73,8 @@ class WordList(object):
                     weight = float(fields[1])
                 except ValueError:
                     raise ValueError("word list %s line %d: %r is not a count (expected "
-                                     "word<TAB>count)" % (path, number, fields[1]))
+                                     "word%scount)" % (path, number, fields[1],
+                                                       "<TAB>" if separator == "\t" else separator))
             else:
                 weight = COMMON_WEIGHT if fields[0] in common else 1.0
             weights[word] = max(weights.get(word, 0.0), weight)

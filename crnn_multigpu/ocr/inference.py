@@ -18,6 +18,7 @@ from crnn_multigpu.runtime.checkpoints import (CONFIG_NAME, load_config, require
                                                variables_mismatch)
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image, make_batch
+from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.wrapper.devices import first_devices, session_config
 from crnn_multigpu.ocr.metrics import text_metrics
 from crnn_multigpu.ocr.word_frame import single_band_frame
@@ -144,6 +145,8 @@ class Recognizer(object):
         self.model_cls = model_class.from_config(self.config, os.path.join(run_dir, CONFIG_NAME),
                                                  model_cls)
         self.charset = Charset(self.config["charset"])
+        # How its text is joined and scored (config.json "language"; English when absent).
+        self.language = get_language(self.config.get("language"))
         self.lexicon, self.language_model = lexicon, language_model
         self.image_width = self.config.get("image_width")
         self.frames_single_bands = self.config.get("frame_single_bands", False)

@@ -1,4 +1,6 @@
 """Text recognition figures: word accuracy, character error rate, normalized edit distance."""
+import unicodedata
+
 try:
     from editdistance import eval as _edit_distance
 except ImportError:  # pure-Python fallback keeps evaluation working without the C extension
@@ -12,19 +14,28 @@ except ImportError:  # pure-Python fallback keeps evaluation working without the
         return previous[-1]
 
 
-def scoring_fold(fold_case=False, alnum=False):
-    """A function that maps a text to the form it is scored in: lower-cased with
-    ``fold_case``, only letters and digits kept with ``alnum``; identity with neither.
+def scoring_fold(fold_case=False, alnum=False, nfkc_blank_blind=False):
+    """A function that maps a text to the form it is scored in: NFKC-normalised with every
+    whitespace character dropped with ``nfkc_blank_blind`` (Chinese: text layers and man pages
+    put spaces between words that have none, and full-width forms such as ``，`` equal their
+    ASCII twins), lower-cased with ``fold_case``, only letters and digits kept with ``alnum``;
+    identity with none.
 
     It lets a model of one alphabet be scored on labels of a smaller one (a case-sensitive
     printable-ASCII model on a 36-class word set, or another engine's output)."""
     def fold(text):
+        if nfkc_blank_blind:
+            text = "".join(unicodedata.normalize("NFKC", text).split())
         if fold_case:
             text = text.lower()
         if alnum:
             text = "".join(char for char in text if char.isalnum())
         return text
     return fold
+
+
+# The scorings a language description may name (datasets/languages/*.json "scoring").
+SCORINGS = {"strict": dict(), "nfkc-blank-blind": dict(nfkc_blank_blind=True)}
 
 
 def edit_distance(prediction, truth):

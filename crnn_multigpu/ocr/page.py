@@ -38,6 +38,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from crnn_multigpu.datasets.images import to_gray_float
+from crnn_multigpu.datasets.language import get_language
 
 LineBox = collections.namedtuple("LineBox", ["left", "top", "right", "bottom", "row"])
 LineBox.__doc__ = """A piece of a text line: pixel box (right/bottom exclusive) and the index
@@ -368,14 +369,17 @@ def crop_line(image, box, margin=CROP_MARGIN, frame=None):
                        min(height_limit, int(round(bottom)) + pad_y)))
 
 
-def page_text(boxes, texts, keep_empty=False):
-    """The page's text, one line per row: pieces of a row joined by a space. Rows where
-    nothing was read are left out, unless ``keep_empty`` (then line i is row i)."""
+def page_text(boxes, texts, keep_empty=False, language=None):
+    """The page's text, one line per row: pieces of a row joined as ``language`` (default:
+    English) joins them: by a space, none beside a Chinese character. Rows where nothing was
+    read are left out, unless ``keep_empty`` (then line i is row i)."""
+    language = language or get_language()
     rows = collections.OrderedDict((row, []) for row in sorted(set(b.row for b in boxes)))
     for box, text in sorted(zip(boxes, texts), key=lambda pair: (pair[0].row, pair[0].left)):
         if text:
             rows[box.row].append(text)
-    return "\n".join(" ".join(pieces) for pieces in rows.values() if pieces or keep_empty)
+    return "\n".join(language.join_pieces(pieces) for pieces in rows.values()
+                     if pieces or keep_empty)
 
 
 def draw_lines(image, boxes, texts, path, font=None):

@@ -1,0 +1,200 @@
+"""A language as data: its charset, type designs, text sources and scoring in one description.
+
+Each language is a JSON file in ``crnn_multigpu/datasets/languages/`` (``en.json``,
+``zh.json``); :func:`get_language` reads one by name. Nothing in the code branches on a
+language: a new one (Japanese, Korean) is a new description and, if it needs one, a charset
+file beside it. The keys:
+
+* ``charset``: ``printable_ascii`` or a charset file beside the description;
+* ``fonts``: ``dirs`` to search (default: the system's font folders) and ``exclude_families``
+  (regular expressions on the family name) for faces that draw the charset but not in the
+  language's own design (e.g. the Japanese faces of a CJK collection);
+* ``prose`` (text sources, :mod:`text_sources`), ``words`` (``system``: the system word list;
+  ``jieba``: the dictionary of PyPI's jieba, with frequencies);
+* how text is cut and spelt: ``spelling`` (characters outside the charset and what to write
+  instead), ``nfkc_fold`` (else NFKC's form when the charset writes it), ``sentence_end``,
+  ``content`` (a unit must hold one such character), ``token`` and ``joiner`` (how a line is
+  cut into pieces and put back), ``no_space_beside`` (characters beside which no space is
+  written: Chinese has none between words, though text layers put some in);
+* ``phrase`` punctuation, ``line_kinds`` (the mix of kinds of line), and ``scoring``
+  (``strict`` or ``nfkc-blank-blind``: what :func:`crnn_multigpu.ocr.metrics.scoring_fold`
+  compares).
+"""
+import io
+import json
+import os
+import re
+import unicodedata
+import zlib
+
+from crnn_multigpu.datasets.text_sources import make_source
+
+LANGUAGES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "languages")
+DEFAULT_LANGUAGE = "en"
+PARTS = ("all", "train", "heldout")
+HELDOUT_EVERY = 10  # one prose unit in ten is held out
+
+
+def language_names():
+    """The names of the described languages, sorted."""
+    return sorted(name[:-5] for name in os.listdir(LANGUAGES_DIR) if name.endswith(".json"))
+
+
+def get_language(name=None):
+    """The :class:`Language` described by ``languages/<name>.json`` (default: English)."""
+    name = name or DEFAULT_LANGUAGE
+    path = os.path.join(LANGUAGES_DIR, "%s.json" % name)
+    if not os.path.isfile(path):
+        raise ValueError("no language %r; described languages: %s"
+                         % (name, ", ".join(language_names())))
+    with io.open(path, encoding="utf-8") as handle:
+        return Language(json.load(handle))
+
+
+class Language(object):
+    """One language's description (see the module docstring), with the operations on text
+    that follow from it."""
+
+    def __init__(self, description):
+        self.description = description
+        self.name = description["name"]
+        self.title = description["title"]
+        fonts = description.get("fonts", {})
+        self.font_dirs = fonts.get("dirs")
+        self._excluded_families = [re.compile(p, re.I) for p in fonts.get("exclude_families", ())]
+        self.prose_sources = [make_source(spec) for spec in description.get("prose", ())]
+        self.word_source = (description.get("words") or {}).get("source")
+        self._spelling = description.get("spelling", {})
+        self._nfkc = bool(description.get("nfkc_fold"))
+        self._sentence_end = re.compile(description["sentence_end"])
+        self._content = re.compile(description["content"])
+        self.token = re.compile(description["token"])
+        self.joiner = description["joiner"]
+        beside = description.get("no_space_beside")
+        self._space_beside = re.compile(r" +(?=%s)|(?<=%s) +" % (beside, beside)) \
+            if beside else None
+        self.phrase = description["phrase"]
+        self.code_words = description.get("code_words", "words")
+        self.line_kinds = description["line_kinds"]
+        self.scoring = description.get("scoring", "strict")
+        self._charset = None
+
+    @property
+    def charset(self):
+        """The language's :class:`~crnn_multigpu.datasets.charset.Charset`."""
+        if self._charset is None:
+            from crnn_multigpu.ocr.charset import Charset
+            name = self.description["charset"]
+            self._charset = Charset.printable_ascii() if name == "printable_ascii" else \
+                Charset.from_file(os.path.join(LANGUAGES_DIR, name))
+        return self._charset
+
+    def draws_family(self, family):
+        """False for a family the description leaves out (another language's design)."""
+        return not any(pattern.search(family) for pattern in self._excluded_families)
+
+    def spell(self, text):
+        """``text`` respelt (:meth:`respell`) and tidied (:meth:`tidy`)."""
+        return self.tidy(self.respell(text))
+
+    def respell(self, text):
+        """``text`` with the characters outside the charset spelt as the charset writes them
+        (the ``spelling`` table, then NFKC when asked for); what cannot be written is kept,
+        for the caller to refuse."""
+        charset = self.charset
+        out = []
+        for char in text:
+            if char in charset:
+                out.append(char)
+            elif char in self._spelling:
+                out.append(self._spelling[char])
+            elif self._nfkc and not charset.unknown_chars(unicodedata.normalize("NFKC", char)):
+                out.append(unicodedata.normalize("NFKC", char))
+            else:
+                out.append(char)
+        return "".join(out)
+
+    def tidy(self, text):
+        """No leading, trailing or doubled spaces (an image cannot show them), and none beside
+        a character that takes none."""
+        return self.unspace(re.sub(r"\s+", " ", text).strip())
+
+    def unspace(self, text):
+        """``text`` without the spaces beside a character that takes none (``no_space_beside``;
+        English: ``text`` itself)."""
+        return self._space_beside.sub("", text) if self._space_beside else text
+
+    def join_pieces(self, pieces):
+        """The pieces of one row of a page, read apart, as one line: a space between two
+        pieces, but none beside a character that takes none."""
+        return self.unspace(" ".join(pieces))
+
+    def label_of(self, text):
+        """How the language writes ``text`` (spelt and tidied), or None if its charset cannot."""
+        label = self.spell(text)
+        return None if not label or self.charset.unknown_chars(label) else label
+
+    def units(self, text):
+        """Sentences of running text and single lines of code, in order."""
+        units = []
+        for paragraph in re.split(r"\n\s*\n", text):
+            lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
+            if any(line.startswith((">>>", "...")) for line in lines):
+                units.extend(lines)  # an interactive example: one line is one unit
+                continue
+            joined = " ".join(lines)
+            units.extend(part.strip() for part in self._sentence_end.split(joined)
+                         if part.strip())
+        return units
+
+    def prose(self, part="all", paths=None, charset=None):
+        """Prose units ``charset`` (default: the language's) can write, spelt: from ``paths``
+        (text files), else the description's sources. ``part``: "train", "heldout" (one unit
+        in :data:`HELDOUT_EVERY`, by a hash of the unit) or "all"."""
+        charset = charset or self.charset
+        if part not in PARTS:
+            raise ValueError("text part must be one of %s, got %r" % (", ".join(PARTS), part))
+        if paths:
+            for path in paths:
+                if not os.path.isfile(path):
+                    raise FileNotFoundError("--text %s does not exist: pass a UTF-8 text file "
+                                            "of %s prose" % (path, self.title))
+            sources = [make_source({"source": "files", "paths": list(paths)})]
+        else:
+            sources = self.prose_sources
+        units, seen = [], set()
+        for source in sources:
+            for unit in self.units(self.respell(source.text())):
+                unit = self.tidy(unit)
+                # Rulers ("-----") and other runs of punctuation are not text.
+                if unit in seen or charset.unknown_chars(unit) or \
+                        not self._content.search(unit):
+                    continue
+                seen.add(unit)
+                held = zlib.crc32(unit.encode("utf-8")) % HELDOUT_EVERY == 0
+                if part == "all" or held == (part == "heldout"):
+                    units.append(unit)
+        if not units:
+            where = ", ".join(paths) if paths else "; ".join(s.describe() for s in sources)
+            raise ValueError("no %s%s prose the charset can write was found in %s"
+                             % ("" if part == "all" else part + " ", self.title, where))
+        return units
+
+    def word_list_path(self):
+        """The path of the language's word list, or None (then words come from the prose)."""
+        if self.word_source == "jieba":
+            try:
+                import jieba
+            except ImportError:
+                raise ValueError("the %s word list is jieba's dictionary: pip install jieba"
+                                 % self.title)
+            return os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
+        if self.word_source == "system":
+            from crnn_multigpu.datasets.words import default_word_list
+            return default_word_list()
+        return None
+
+    @property
+    def word_list_separator(self):
+        """What separates a word from its count in the word list (jieba: a space)."""
+        return " " if self.word_source == "jieba" else "\t"

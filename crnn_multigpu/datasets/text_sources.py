@@ -1,0 +1,160 @@
+"""Where the text of a language's synthetic lines comes from: one class per kind of source.
+
+A language description (``languages/*.json``) names its sources as ``{"source": KIND, ...}``;
+:func:`make_source` builds the registered class of that kind with the other keys as
+arguments. Every source has one hook, ``text()``: the source's running text, paragraphs
+separated by blank lines. Sources read what a Debian machine has; a source whose files are
+all missing gives no text (the language then says which sources it found nothing in).
+"""
+import glob
+import html.parser
+import io
+import os
+import re
+import subprocess
+
+SOURCES = {}
+# PDFs the project keeps for its independent checks: never read as training text.
+RESERVED_PDFS = ("libtasn1.pdf", "shared-mime-info-spec.pdf", "reportlab-userguide.pdf",
+                 "lshort-zh-cn.pdf", "ctex-faq.pdf")
+
+
+def register(cls):
+    """Class decorator: make ``cls`` the source of kind ``cls.kind``."""
+    SOURCES[cls.kind] = cls
+    return cls
+
+
+def make_source(spec):
+    """The source a description's ``{"source": KIND, ...}`` entry describes."""
+    settings = dict(spec)
+    kind = settings.pop("source", None)
+    if kind not in SOURCES:
+        raise ValueError("unknown text source %r; known: %s" % (kind, ", ".join(sorted(SOURCES))))
+    return SOURCES[kind](**settings)
+
+
+def expand(patterns):
+    """The existing files matching ``patterns`` (globs), sorted, each once."""
+    found = set()
+    for pattern in patterns:
+        found.update(path for path in glob.glob(os.path.expanduser(pattern))
+                     if os.path.isfile(path))
+    return sorted(found)
+
+
+def read_utf8(path):
+    """The text of a UTF-8 file, or ValueError naming the file."""
+    try:
+        with io.open(path, "r", encoding="utf-8") as handle:
+            return handle.read()
+    except UnicodeDecodeError as error:
+        raise ValueError("text file %s is not UTF-8 (byte %d): %s; save it as UTF-8"
+                         % (path, error.start, error.reason))
+
+
+class TextSource(object):
+    """A source of running text; subclasses set ``kind`` and implement ``text()``."""
+    kind = None
+
+    def __init__(self, paths=()):
+        self.paths = list(paths)
+
+    def describe(self):
+        """Where the text comes from, for messages."""
+        return "%s %s" % (self.kind, ", ".join(self.paths)) if self.paths else self.kind
+
+    def text(self):
+        raise NotImplementedError
+
+
+@register
+class PythonDocs(TextSource):
+    """The Python reference manual as plain text (``pydoc_data.topics``, in every CPython)."""
+    kind = "pydoc"
+
+    def text(self):
+        try:
+            from pydoc_data import topics
+        except ImportError:  # a Python built without its documentation topics
+            return ""
+        return "\n\n".join(topics.topics[key] for key in sorted(topics.topics))
+
+
+@register
+class TextFiles(TextSource):
+    """UTF-8 text files (globs); a folder's files are read once even through links."""
+    kind = "files"
+
+    def text(self):
+        seen, parts = set(), []
+        for path in expand(self.paths):
+            real = os.path.realpath(path)
+            if real not in seen:  # GPL -> GPL-3: read once
+                seen.add(real)
+                parts.append(read_utf8(real))
+        return "\n\n".join(parts)
+
+
+class _Paragraphs(html.parser.HTMLParser):
+    """The text of an HTML page, one paragraph per block element, scripts and styles left out."""
+    BLOCKS = {"p", "div", "li", "pre", "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "dt",
+              "dd", "tr", "br", "title", "table", "blockquote"}
+
+    def __init__(self):
+        html.parser.HTMLParser.__init__(self, convert_charrefs=True)
+        self.parts, self._skip = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self._skip += 1
+        elif tag in self.BLOCKS:
+            self.parts.append("\n\n")
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._skip = max(0, self._skip - 1)
+        elif tag in self.BLOCKS:
+            self.parts.append("\n\n")
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.parts.append(data)
+
+
+@register
+class HtmlPages(TextSource):
+    """The text of HTML pages (globs), one paragraph per block element."""
+    kind = "html"
+
+    def text(self):
+        return "\n\n".join(html_text(read_utf8(path)) for path in expand(self.paths))
+
+
+@register
+class PdfTextLayers(TextSource):
+    """The text layers of PDFs (globs), as poppler's ``pdftotext`` extracts them; the project's
+    reserved PDFs are never read. Chinese PDFs need Debian's ``poppler-data``."""
+    kind = "pdf_text"
+
+    def text(self):
+        parts = []
+        for path in expand(self.paths):
+            if os.path.basename(path) in RESERVED_PDFS:
+                continue
+            try:
+                result = subprocess.run(["pdftotext", "-enc", "UTF-8", path, "-"],
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            except OSError:  # no poppler: the source has no text
+                return ""
+            if result.returncode == 0:
+                # A page break ends a paragraph; lines within one are joined by the language.
+                parts.append(result.stdout.decode("utf-8", "replace").replace("\f", "\n\n"))
+        return "\n\n".join(parts)
+
+
+def html_text(markup):
+    """The paragraphs of an HTML string (what :class:`HtmlPages` reads from a file)."""
+    parser = _Paragraphs()
+    parser.feed(markup)
+    return re.sub(r"\n{3,}", "\n\n", "".join(parser.parts))
