@@ -105,6 +105,9 @@ SHIPPED_MODELS = {
     "text": os.path.join(MODELS_DIR, "text"),
     # 36 classes (digits, lower case), 100 px wide words: the CRNN paper's setting.
     "words": os.path.join(MODELS_DIR, "words"),
+    # Simplified Chinese (GB2312's 6,763 Hanzi, printable ASCII, Chinese punctuation), any
+    # width: words, lines and pages, Latin words and code mixed in.
+    "zh": os.path.join(MODELS_DIR, "zh"),
 }
 DEFAULT_MODEL = "text"
 
@@ -117,8 +120,9 @@ def add_model_arguments(parser):
     parser.add_argument("--model", choices=sorted(SHIPPED_MODELS),
                         help="a shipped model, used when no --checkpoint is given: text "
                              "(models/text: the 95 printable ASCII characters, words, lines and "
-                             "pages; the default) or words (models/words: single words in digits "
-                             "and lower case)")
+                             "pages; the default), words (models/words: single words in digits "
+                             "and lower case) or zh (models/zh: Simplified Chinese with Latin "
+                             "words, numbers and code mixed in: crops, lines and pages)")
     add_model_class_argument(parser)
 
 
