@@ -8,6 +8,8 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 import toy_models as toys
@@ -15,6 +17,7 @@ from assertions import one_error_line
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.cli import evaluate, generate, train
+from crnn_multigpu.cli.common import UsageError
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import FolderDataset, open_dataset
 from crnn_multigpu.wrapper.devices import cpu_devices, tower_devices
@@ -165,18 +168,28 @@ TRAIN_FLAGS = {
     "--checkpoint-every": ("-1", "at least 0"), "--log-every": ("-50", "at least 0"),
     "--validate-every": ("-1", "at least 0"), "--validate-max": ("-1", "at least 0"),
     "--batch-size": ("0", "at least 1"), "--lr": ("-1", "greater than 0"),
-    "--clip-norm": ("-0.5", "at least 0"), "--width": ("-8", "at least 0"),
+    "--clip-norm": ("-0.5", "at least 0"), "--width": ("-8", "in [0, 4096]"),
     "--towers": ("-2", "at least 1"), "--gpus-per-task": ("-1", "at least 0"),
     "--augment": ("nan", "a finite number"),
 }
 OTHER_FLAGS = [
     ("evaluate", ["--data", "x", "--batch-size", "0"], "--batch-size must be at least 1, got 0"),
-    ("evaluate", ["--data", "x", "--beam-width", "-1"], "--beam-width must be at least 0, got -1"),
+    ("evaluate", ["--data", "x", "--beam-width", "-1"], "--beam-width must be in [0, 1000], got -1"),
     ("evaluate", ["--data", "x", "--lexicon-delta", "-1"], "--lexicon-delta must be at least 0"),
-    ("evaluate", ["--data", "x", "--lm-weight", "-1"], "--lm-weight must be at least 0, got -1"),
+    ("evaluate", ["--data", "x", "--lm-weight", "-1"], "--lm-weight must be in [0, 1], got -1"),
     ("predict", ["x.png", "--lm-bonus", "nan"], "--lm-bonus must be a finite number"),
-    ("predict", ["x.png", "--beam-width", "-3"], "--beam-width must be at least 0, got -3"),
+    ("predict", ["x.png", "--beam-width", "-3"], "--beam-width must be in [0, 1000], got -3"),
     ("export", ["--checkpoint", "r", "--out", "o", "--beam-width", "-1"], "--beam-width must be"),
+    # Issue 35: no upper bound let 1e8 grow to 22 GB, and 1e30 read words as "1" or "heIl0o".
+    ("evaluate", ["--data", "x", "--beam-width", "100000000"],
+     "--beam-width must be in [0, 1000], got 100000000"),
+    ("predict", ["x.png", "--beam-width", "1001"], "--beam-width must be in [0, 1000], got 1001"),
+    ("export", ["--checkpoint", "r", "--out", "o", "--beam-width", "100000000"],
+     "--beam-width must be in [0, 1000], got 100000000"),
+    ("evaluate", ["--data", "x", "--lm-weight", "1e30"], "--lm-weight must be in [0, 1], got 1e30"),
+    ("predict", ["x.png", "--lm-weight", "4"], "--lm-weight must be in [0, 1], got 4"),
+    ("evaluate", ["--data", "x", "--lm-bonus", "1e30"], "--lm-bonus must be in [0, 6.9], got 1e30"),
+    ("predict", ["x.png", "--lm-bonus", "-1"], "--lm-bonus must be in [0, 6.9], got -1"),
     ("generate", ["--out", "o", "--count", "-1"], "--count must be at least 1, got -1"),
     ("generate", ["--out", "o", "--count", "ten"], "--count must be a whole number, got 'ten'"),
     ("generate", ["--out", "o", "--workers", "0"], "--workers must be at least 1, got 0"),
@@ -207,6 +220,43 @@ def test_every_numeric_flag_of_the_other_tools_is_range_checked(tool, argv, mess
     module = importlib.import_module("crnn_multigpu.cli." + tool)
     code, err = cli(module.main, argv, capsys)
     assert message in one_error_line(code, err)
+
+
+# Issue 35: every numeric reading option bounded where its meaning ends (cli/reading.py says
+# why each bound), and crnn-train's fixed --width. (flag, low, high, whole numbers?)
+BOUNDED_FLAGS = [("--beam-width", 0, 1000, True), ("--lm-weight", 0.0, 1.0, False),
+                 ("--lm-bonus", 0.0, 6.9, False)]
+PARSER_ONLY = settings(max_examples=60, deadline=None,
+                       suppress_health_check=[HealthCheck.function_scoped_fixture])
+NUMBERS = st.one_of(st.floats(-10, 1010), st.floats(-1e40, 1e40, allow_nan=False))
+
+
+@PARSER_ONLY
+@given(st.sampled_from(BOUNDED_FLAGS), NUMBERS, st.sampled_from(["evaluate", "predict"]))
+def test_reading_options_take_their_range_and_refuse_the_rest_in_one_line(flag, number, tool):
+    import importlib
+    name, low, high, whole = flag
+    value = int(number) if whole else number
+    parser = importlib.import_module("crnn_multigpu.cli." + tool).build_parser()
+    # FLAG=VALUE: argparse takes "-1e-05" after a flag for an option, as a user would meet it.
+    argv = (["--data", "x"] if tool == "evaluate" else ["x.png"]) + ["%s=%r" % (name, value)]
+    if low <= value <= high:
+        assert getattr(parser.parse_args(argv), name[2:].replace("-", "_")) == value
+        return
+    with pytest.raises(UsageError) as refused:
+        parser.parse_args(argv)
+    assert str(refused.value) == "%s must be in [%g, %g], got %r" % (name, low, high, value)
+
+
+@PARSER_ONLY
+@given(st.one_of(st.integers(-10, 5000), st.integers(-2 ** 60, 2 ** 60)))
+def test_train_width_takes_0_to_4096(width):
+    argv = ["--train", "t", "--out", "o", "--width=%d" % width]
+    if 0 <= width <= 4096:
+        assert train.build_parser().parse_args(argv).width == width
+        return
+    with pytest.raises(UsageError, match=r"^--width must be in \[0, 4096\], got %d$" % width):
+        train.build_parser().parse_args(argv)
 
 
 @pytest.mark.parametrize("tool", TOOLS)

@@ -117,6 +117,17 @@ positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
 
 
+def int_range(low, high):
+    """An argparse type: a whole number in [low, high], the range named in the message."""
+    def parse(text):
+        value = _number(int, text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError("must be in [%d, %d], got %s" % (low, high, text))
+        return value
+    parse.__name__ = "int"
+    return parse
+
+
 def float_range(low, high=None, low_open=False, high_open=False, noun=None):
     """An argparse type: a finite float in [low, high] (ends excluded when ``*_open``).
 

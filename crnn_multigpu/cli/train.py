@@ -17,8 +17,9 @@ from crnn_multigpu.wrapper import strategies
 from crnn_multigpu.cli.reading import resolve_run
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
                                       chosen_model_class, console_entry, float_range,
-                                      non_negative_float, non_negative_int, positive_float,
-                                      positive_int, print_figures, setup_logging)
+                                      int_range, non_negative_float, non_negative_int,
+                                      positive_float, positive_int, print_figures,
+                                      setup_logging)
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.crnn import CRNN
@@ -38,6 +39,12 @@ log = logging.getLogger("crnn_multigpu.train")
 MODEL_SIZES = CRNN.SIZES
 
 
+# The widest fixed --width: at the images' height of 32 px, 4,096 px is a line of some 250
+# characters (1,024 CTC frames of CRNN), wider than any printed line (--page's widest on the
+# manual pages at that height: 1,282 px). Every step holds --batch-size images this wide, so
+# memory grows with it: --width 1000000000 would ask for 128 GB for a batch of 32.
+MAX_WIDTH = 4096
+
 # Windows of 32 batches: nearly uniform widths per batch, while every batch still mixes
 # samples from 1,024 (at batch 32) randomly drawn ones.
 DEFAULT_BUCKET = 32
@@ -55,7 +62,7 @@ def build_parser():
                       help="the language the model reads (crnn_multigpu/datasets/languages/): "
                            "its charset unless --charset, and how the reading tools join and "
                            "score its text; recorded in config.json")
-    data.add_argument("--width", type=non_negative_int, default=100,
+    data.add_argument("--width", type=int_range(0, MAX_WIDTH), default=100,
                       help="fixed image width (a multiple of the model class's DOWNSAMPLE: 4 "
                            "for CRNN); 0 = keep aspect ratio, pad per batch")
     data.add_argument("--bucket", type=non_negative_int, default=None, metavar="N",
