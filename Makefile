@@ -73,6 +73,26 @@ compare: $(VENV2)/.installed
 	scripts/install_system_packages.sh --compare
 	$(VENV2)/bin/python scripts/compare_tesseract.py
 
+# The Chinese model beside Tesseract 5 chi_sim and PP-OCRv4 on reserved material
+# (scripts/compare_chinese.py; ZH_MODEL: its run or model folder; ZH_COMPARE_ARGS=--quick: a
+# smoke run). PP-OCRv4 (pip's rapidocr-onnxruntime, its ONNX models inside the wheel) lives in
+# .venv-rapidocr only: no dependency of the package or of `make test`.
+VENVR := .venv-rapidocr
+ZH_MODEL ?= models/zh
+ZH_COMPARE_ARGS ?=
+.PHONY: venv-rapidocr compare-zh
+
+$(VENVR)/.installed:
+	$(PYTHON3) -m venv $(VENVR)
+	$(VENVR)/bin/pip install -q rapidocr-onnxruntime==1.4.4
+	touch $@
+
+venv-rapidocr: $(VENVR)/.installed
+
+compare-zh: $(VENV2)/.installed $(VENVR)/.installed
+	scripts/install_system_packages.sh --compare
+	$(VENV2)/bin/python scripts/compare_chinese.py --checkpoint $(ZH_MODEL) $(ZH_COMPARE_ARGS)
+
 benchmark: $(VENV2)/.installed
 	$(VENV2)/bin/python scripts/benchmark.py --quick
 
@@ -92,7 +112,7 @@ benchmark-peers: $(VENV2)/.installed $(VENV1)/.installed $(VENVT)/.installed
 	$(VENV2)/bin/python scripts/peer_benchmark.py $(PEER_ARGS)
 
 clean:
-	rm -rf $(VENV2) $(VENV1) $(VENVH) $(VENVT) runs *.egg-info
+	rm -rf $(VENV2) $(VENV1) $(VENVH) $(VENVT) $(VENVR) runs *.egg-info
 
 # Opt-in: Horovod across processes (TF 1.15 / Python 3.7 only; Horovod 0.28.1 does not build
 # against TF 2.x). Not part of `make test`; builds Horovod from source (needs cmake and g++).

@@ -1,0 +1,774 @@
+"""The project's Chinese OCR beside Tesseract 5 chi_sim and PP-OCRv4, on the same images; one table.
+
+Usage::
+
+    python scripts/compare_chinese.py --checkpoint RUN_OR_MODEL_DIR        # the full check
+    python scripts/compare_chinese.py --checkpoint RUN_OR_MODEL_DIR --quick --json figures.json
+
+This is the project's final check of a Chinese model, on material reserved for it (no model
+trains, validates or is chosen on any of it; fixed seeds):
+
+1. lines cut from the two reserved PDFs of Debian's texlive-lang-chinese (lshort-zh-cn.pdf and
+   ctex-faq.pdf, half each): pages drawn with the seed, a few rows a page, rasterised at 150 dpi
+   (``pdftoppm -gray``), rows found by the project's own page reader and labelled with the text
+   layer as ``scripts/pdf_training_set.py`` labels them (``page_samples``); rows the charset
+   cannot write are left out and counted;
+2. lines of Chinese prose from Debian's manpages-zh (``man -l`` as plain text, cut into
+   sentences and windows of at most 30 characters), rendered in the reserved AR PL faces (the
+   GB and CN faces of fonts-arphic-ukai, -uming, -gbsn00lp, -gkai00mp), printed black on white
+   at body-text sizes;
+3. six whole pages of the two PDFs (three each, fixed body pages) at 150 dpi, scored against
+   the text layer's rows.
+
+Every system reads exactly the same image files: the project through its library (one process,
+its start-up, TensorFlow's import included, counted once), Tesseract one process per image as
+its command line is used (``-l chi_sim``, ``--psm 7`` for a line, ``--psm 4`` for a page,
+OMP_THREAD_LIMIT=1), PP-OCRv4 through ``scripts/rapidocr_read.py`` in its own venv
+(``.venv-rapidocr``: pip's rapidocr-onnxruntime 1.4.4, never a dependency of the package), one
+process per kind of material, its start-up counted once: lines by its recogniser alone, pages
+by its whole pipeline. Scoring is blind to blanks and to full-width forms (NFKC, every
+whitespace dropped): lines exactly right and CER; pages: rows exactly right (each text-layer row
+matched once by an equal row read, in any order) and the CER of the whole page.
+
+Needs ``scripts/install_system_packages.sh --compare`` (Tesseract's chi_sim, the PDFs, the
+man pages, the AR PL faces) and ``make venv-rapidocr``.
+"""
+import argparse
+import collections
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from crnn_multigpu.datasets.fonts import load_font  # noqa: E402
+from crnn_multigpu.datasets.language import get_language  # noqa: E402
+from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
+from page_check import compare_rows, found_row_of, layout_rows, truth_rows  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_CHECKPOINT = os.path.join(ROOT, "models", "zh")
+RAPIDOCR_PYTHON = os.path.join(ROOT, ".venv-rapidocr", "bin", "python")
+RAPIDOCR_READ = os.path.join(ROOT, "scripts", "rapidocr_read.py")
+RAPIDOCR_NAME = "PP-OCRv4 (rapidocr-onnxruntime %s)"
+INSTALL_COMPARE = "scripts/install_system_packages.sh --compare"
+LSHORT = "/usr/share/doc/texlive-doc/latex/lshort-chinese/lshort-zh-cn.pdf"
+CTEX_FAQ = "/usr/share/doc/texlive-doc/latex/ctex-faq/ctex-faq.pdf"
+# Whole pages: body text (running prose with headings, code and a list), not the title page.
+WHOLE_PAGES = ((LSHORT, (14, 24, 107)), (CTEX_FAQ, (6, 13, 24)))
+MAN_PAGES = "/usr/share/man/zh_CN/man*/*"
+ARPHIC_DIRS = "/usr/share/fonts/truetype/arphic*"
+DPI = 150
+MAX_LINE = 30          # characters of a rendered man-page line
+MIN_HANZI = 6          # a man-page line is Chinese prose when it holds this many Hanzi
+LINES_PER_MAN_PAGE = 3  # lines are spread over many man pages, not a few long ones
+TESSERACT_LINE_PSM, TESSERACT_PAGE_PSM = 7, 4
+ZH = get_language("zh")
+FOLD = scoring_fold(nfkc_blank_blind=True)
+
+
+def fail(message):
+    """Stop with one line ``error: message``."""
+    sys.exit("error: " + message)
+
+
+# ----- the peers and what they need ------------------------------------------------------
+
+def tesseract_languages():
+    """The models Tesseract lists (``tesseract --list-langs``), or None without Tesseract."""
+    try:
+        listed = subprocess.run(["tesseract", "--list-langs"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    # The first line is a heading ('List of available languages in "...":').
+    return set(line.strip() for line in listed.splitlines()[1:] if line.strip())
+
+
+def rapidocr_ready(python=RAPIDOCR_PYTHON):
+    """True when ``python`` (the PP-OCR venv's) finds rapidocr_onnxruntime (found, not
+    imported: an import loads onnxruntime and OpenCV, a second of start-up)."""
+    if not os.access(python, os.X_OK):
+        return False
+    probe = "import importlib.util, sys; " \
+            "sys.exit(importlib.util.find_spec('rapidocr_onnxruntime') is None)"
+    return subprocess.run([python, "-c", probe], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+def missing_peers(languages, rapidocr_found):
+    """What to install for the peers, one entry each: ``languages`` as
+    :func:`tesseract_languages` gives them, ``rapidocr_found`` as :func:`rapidocr_ready`."""
+    missing = []
+    if languages is None:
+        missing.append("Tesseract 5 with its chi_sim model (%s)" % INSTALL_COMPARE)
+    elif "chi_sim" not in languages:
+        missing.append("Tesseract's chi_sim model (%s)" % INSTALL_COMPARE)
+    if not rapidocr_found:
+        missing.append("PP-OCRv4's venv .venv-rapidocr (make venv-rapidocr)")
+    return missing
+
+
+def require_peers():
+    """Stop with one line naming what to install when a peer is missing."""
+    missing = missing_peers(tesseract_languages(), rapidocr_ready())
+    if missing:
+        fail("missing %s" % "; ".join(missing))
+
+
+class Tesseract(object):
+    """Tesseract's command line with chi_sim, one process per image (as a user runs it)."""
+
+    def __init__(self, page_psm=TESSERACT_PAGE_PSM):
+        version = subprocess.run(["tesseract", "--version"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT).stdout.decode().splitlines()
+        self.name = "Tesseract %s chi_sim" % (version[0].split()[-1] if version else "?")
+        self.page_psm = page_psm
+        self.env = dict(os.environ, OMP_THREAD_LIMIT="1")
+
+    def read(self, path, psm):
+        """The text Tesseract reads in the image file ``path`` with segmentation ``psm``."""
+        done = subprocess.run(["tesseract", path, "stdout", "-l", "chi_sim", "--psm", str(psm)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env)
+        return done.stdout.decode("utf-8", "replace")
+
+    def read_lines(self, paths):
+        """One text per line image, tidied as Chinese is written (no space beside a Hanzi:
+        chi_sim puts one between characters)."""
+        return [ZH.tidy(self.read(path, TESSERACT_LINE_PSM)) for path in paths]
+
+    def read_page(self, path):
+        """The non-empty rows Tesseract reads on a page, tidied."""
+        return [ZH.tidy(line) for line in self.read(path, self.page_psm).splitlines()
+                if line.strip()]
+
+
+class PaddleOcr(object):
+    """PP-OCRv4 through scripts/rapidocr_read.py in .venv-rapidocr: one process per call."""
+
+    def __init__(self, python=RAPIDOCR_PYTHON):
+        self.python, self.version = python, "?"
+
+    @property
+    def name(self):
+        """The column heading: the model and the package version that ran it."""
+        return RAPIDOCR_NAME % self.version
+
+    def run(self, mode, paths, scratch):
+        """``(records in the order of paths, wall seconds of the whole process)``."""
+        listing = os.path.join(scratch, "rapidocr-%s.txt" % mode)
+        with open(listing, "w", encoding="utf-8") as handle:
+            handle.write("".join(path + "\n" for path in paths))
+        started = time.time()
+        done = subprocess.run([self.python, RAPIDOCR_READ, "--mode", mode, "--list", listing],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        seconds = time.time() - started
+        if done.returncode != 0:
+            fail("PP-OCRv4 (scripts/rapidocr_read.py) failed: %s" % (
+                done.stderr.decode("utf-8", "replace").strip().splitlines() or ["?"])[-1])
+        records = [json.loads(line) for line in done.stdout.decode("utf-8").splitlines()
+                   if line.startswith("{")]
+        self.version = records[0].get("version", self.version)
+        by_path = dict((record["path"], record) for record in records[1:])
+        return [by_path[path] for path in paths], seconds
+
+    def read_lines(self, paths, scratch):
+        """Texts of line images (recogniser only) and the seconds of reading them (its start-up
+        left out, as the project's is for lines)."""
+        records, _ = self.run("line", paths, scratch)
+        return [ZH.tidy(record["text"]) for record in records], \
+            sum(record["seconds"] for record in records)
+
+    def read_pages(self, paths, scratch):
+        """Rows of each page (pieces joined as Chinese joins them) and the wall seconds."""
+        records, seconds = self.run("page", paths, scratch)
+        return [[ZH.join_pieces(pieces) for pieces in record["rows"]] for record in records], \
+            seconds
+
+
+class Project(object):
+    """The project's reader, started once in this process."""
+
+    def __init__(self, run_dir):
+        started = time.time()
+        # TensorFlow is imported here, not earlier: its import is part of the start-up, as the
+        # peers' imports are part of theirs.
+        from crnn_multigpu.ocr.inference import Recognizer
+        self.recognizer = Recognizer(run_dir)
+        self.startup = time.time() - started
+        self.name = "this project"
+
+    def read_lines(self, paths):
+        """The texts of line images (``read_crops``), in order."""
+        from crnn_multigpu.datasets import load_image
+        arrays = [load_image(path, self.recognizer.height) for path in paths]
+        return [ZH.tidy(text) for text in self.recognizer.read_crops(arrays)[0]]
+
+    def read_page(self, path):
+        """The non-empty rows of a page, pieces joined as the model's language joins them."""
+        from crnn_multigpu.ocr.inference import read_page_lines
+        from crnn_multigpu.ocr.page import page_text
+        with Image.open(path) as image:
+            _, boxes, texts = read_page_lines(self.recognizer, image)
+        return [line for line in page_text(boxes, texts, language=self.recognizer.language)
+                .split("\n") if line.strip()]
+
+
+def check_checkpoint(path):
+    """Stop unless ``path`` is a run or model folder of a Chinese model."""
+    config = os.path.join(path, "config.json")
+    if not os.path.isfile(config):
+        fail("no model at %s (no config.json); pass a Chinese run or model folder with "
+             "--checkpoint RUN_OR_MODEL_DIR" % path)
+    with open(config, encoding="utf-8") as handle:
+        language = json.load(handle).get("language")
+    if language != "zh":
+        fail("%s is not a Chinese model (config.json language: %s); pass one with --checkpoint "
+             "RUN_OR_MODEL_DIR whose config.json says \"language\": \"zh\"" % (path, language))
+
+
+def check_material():
+    """Stop unless the reserved material is installed."""
+    missing = [path for path in (LSHORT, CTEX_FAQ) if not os.path.isfile(path)]
+    if not glob.glob(MAN_PAGES):
+        missing.append(os.path.dirname(os.path.dirname(MAN_PAGES)) + " (manpages-zh)")
+    if not arphic_faces():
+        missing.append("the AR PL faces (fonts-arphic-*)")
+    for tool in ("pdftoppm", "pdftotext", "pdfinfo", "man", "col"):
+        if shutil.which(tool) is None:
+            missing.append(tool)
+    if missing:
+        fail("missing the reserved material: %s; run %s" % (", ".join(missing), INSTALL_COMPARE))
+
+
+# ----- material 1: lines cut from the PDFs -------------------------------------------------
+
+def rasterise(pdf, page, dpi, prefix):
+    """The page as a grey PNG at ``dpi`` (poppler); its path."""
+    subprocess.run(["pdftoppm", "-gray", "-r", str(dpi), "-png", "-singlefile", "-f", str(page),
+                    "-l", str(page), pdf, prefix], check=True)
+    return prefix + ".png"
+
+
+def page_count(pdf):
+    """The number of pages of ``pdf`` (poppler's pdfinfo)."""
+    info = subprocess.run(["pdfinfo", pdf], stdout=subprocess.PIPE, check=True).stdout
+    for line in info.decode("utf-8", "replace").splitlines():
+        if line.startswith("Pages:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cut_page(image, rows, language):
+    """The labelled pieces of one page and those left out, as ``pdf_training_set.page_samples``
+    cuts them: ``(kept [(crop, label)], left out [text], text-layer rows, rows found exactly)``.
+
+    ``rows`` are the text layer's rows (``page_check.truth_rows``) at the image's resolution.
+    A piece of a row the page reader found exactly is labelled with the words whose centres lie
+    in it, joined and spelt as ``language`` writes them; a piece the charset cannot write is
+    left out (and returned, so it is counted)."""
+    from crnn_multigpu.ocr.page import line_crops
+    boxes, crops = line_crops(image)
+    _, _, exact = compare_rows(boxes, rows)
+    kept, left_out = [], []
+    for truth_index, found in sorted(exact.items()):
+        for box, crop in zip(boxes, crops):
+            if box.row != found:
+                continue
+            inside = [text for x, y, text in rows[truth_index]
+                      if found_row_of([box], x, y) is not None]
+            if not inside:
+                continue
+            label = language.label_of(" ".join(inside))
+            if label:
+                kept.append((crop, label))
+            else:
+                left_out.append(language.spell(" ".join(inside)))
+    return kept, left_out, len(rows), len(exact)
+
+
+def pdf_lines(out, pdfs, count, seed, skip_pages=(), dpi=DPI):
+    """``(samples [(path, label)], report)``: ``count`` lines cut from ``pdfs`` (an even share
+    each) at ``dpi``. Each PDF's body pages (not the title page, nor ``skip_pages``) are visited
+    in an order drawn with ``seed``, a few rows drawn from each, so the lines spread over the
+    document. ``report`` counts the pages visited, their text-layer rows, the rows found
+    exactly, and the pieces left out with the characters the charset cannot write."""
+    samples, skip = [], set(skip_pages)
+    report = dict(pages=0, rows=0, exact=0, pieces=0, left_out=0, unwritable=collections.Counter())
+    for index, pdf in enumerate(pdfs):
+        wanted = count // len(pdfs) + (1 if index < count % len(pdfs) else 0)
+        pages = [page for page in range(2, page_count(pdf) + 1) if (pdf, page) not in skip]
+        rng = np.random.RandomState([seed, index])
+        # A few rows a page, more when the document is short (ctex-faq has 41 pages).
+        per_page = max(3, int(math.ceil(1.25 * wanted / max(1, len(pages)))))
+        taken = 0
+        for page in rng.permutation(pages):
+            if taken >= wanted:
+                break
+            prefix = os.path.join(out, "pdfpage")
+            raster = rasterise(pdf, int(page), dpi, prefix)
+            with Image.open(raster) as opened:
+                image = opened.convert("L")
+            os.remove(raster)  # the crops are what the systems read
+            kept, left_out, rows, exact = cut_page(image, truth_rows(pdf, int(page), dpi), ZH)
+            report["pages"] += 1
+            report["rows"] += rows
+            report["exact"] += exact
+            report["pieces"] += len(kept) + len(left_out)
+            report["left_out"] += len(left_out)
+            for text in left_out:
+                report["unwritable"].update(set(ZH.charset.unknown_chars(text)))
+            if not kept:
+                continue
+            picked = sorted(rng.choice(len(kept), min(per_page, len(kept), wanted - taken),
+                                       replace=False))
+            for choice in picked:
+                crop, label = kept[choice]
+                path = os.path.join(out, "pdfline%05d.png" % len(samples))
+                crop.save(path)
+                samples.append((path, label))
+            taken += len(picked)
+    return samples, report
+
+
+# ----- material 2: man-page prose in the AR PL faces ----------------------------------------
+
+def arphic_faces():
+    """The reserved AR PL faces of Simplified Chinese (GB and CN faces) that draw the charset.
+
+    The HK and TW faces of the same collections draw the same characters in other regional
+    forms, and the Big5 files (bkai00mp, bsmi00lp) are traditional Chinese: neither is
+    Simplified Chinese print."""
+    from crnn_multigpu.datasets.fonts import find_fonts, font_family
+    dirs = sorted(glob.glob(ARPHIC_DIRS))
+    if not dirs:
+        return []
+    try:
+        faces = find_fonts(dirs, chars=ZH.charset.chars, include_reserved=True, language=ZH)
+    except FileNotFoundError:
+        return []
+    return [face for face in faces if font_family(face).split()[-1] in ("GB", "CN")]
+
+
+def man_text(path):
+    """A man page as plain text: ``man -l`` at 200 columns, overstrikes removed (``col -b``)."""
+    env = dict(os.environ, MANWIDTH="200", LANG="C.UTF-8")
+    man = subprocess.Popen(["man", "-l", path], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, env=env)
+    text = subprocess.run(["col", "-b"], stdin=man.stdout, stdout=subprocess.PIPE,
+                          env=env).stdout
+    man.stdout.close()
+    man.wait()
+    return text.decode("utf-8", "replace")
+
+
+# Headings of the sections the Chinese translation project appends to a page (translators,
+# dates, the project's name): credits, not the page's prose, and the same on every page.
+CREDIT_HEADINGS = ("跋", "中文版", "翻译", "译者")
+
+
+def man_paragraphs(text):
+    """The body paragraphs of a man page as ``man`` prints it: headings (at the left margin),
+    the running header and footer and the translators' credit sections left out; consecutive
+    lines of one indentation joined (a paragraph wider than MANWIDTH wraps), a blank line or
+    another indentation starting a new paragraph."""
+    paragraphs, current, indent, keep = [], [], None, True
+    for line in text.splitlines():
+        line = line.expandtabs()
+        stripped = line.strip()
+        depth = len(line) - len(line.lstrip())
+        if stripped and depth == 0:  # a heading, or the header or footer
+            keep = not any(mark in stripped for mark in CREDIT_HEADINGS)
+        if current and (not stripped or depth == 0 or depth != indent):
+            paragraphs.append(" ".join(current))
+            current = []
+        if stripped and depth > 0 and keep:
+            current.append(stripped)
+            indent = depth
+    if current:
+        paragraphs.append(" ".join(current))
+    return paragraphs
+
+
+def hanzi_count(text):
+    """How many CJK unified ideographs ``text`` holds."""
+    return sum(u"\u4e00" <= char <= u"\u9fff" for char in text)
+
+
+def prose_units(text, language=ZH):
+    """The sentences of ``text`` (``language.units``) that its charset writes and that are
+    Chinese prose (:data:`MIN_HANZI` Hanzi at least), spelt and tidied."""
+    units = []
+    for unit in language.units(language.respell(text)):
+        unit = language.tidy(unit)
+        if hanzi_count(unit) >= MIN_HANZI and not language.charset.unknown_chars(unit):
+            units.append(unit)
+    return units
+
+
+def line_window(unit, rng, max_len=MAX_LINE, language=ZH):
+    """``unit`` if it fits in ``max_len`` characters, else a window of whole tokens (a Hanzi, a
+    Latin word, a space) of it that does, starting at a token drawn with ``rng`` among those
+    that leave at least half a line; tidied (no space at either end)."""
+    if len(unit) <= max_len:
+        return unit
+    tokens = language.token.findall(unit)
+    ends = np.cumsum([len(token) for token in tokens])
+    starts = [i for i in range(len(tokens))
+              if len(unit) - (ends[i] - len(tokens[i])) >= max_len // 2] or [0]
+    start = starts[rng.randint(len(starts))]
+    picked = []
+    for token in tokens[start:]:
+        if len(language.joiner.join(picked + [token])) > max_len:
+            break
+        picked.append(token)
+    return language.tidy(language.joiner.join(picked or [tokens[start][:max_len]]))
+
+
+def print_line(text, face, size):
+    """``text`` printed black on white in ``face`` at ``size`` px, as a page's line: framed by
+    the face's own line height, with a fifth of it as margin around."""
+    font = load_font(face, size)
+    ascent, descent = font.getmetrics()
+    pad = max(2, (ascent + descent) // 5)
+    width = int(math.ceil(font.getlength(text)))
+    image = Image.new("L", (width + 2 * pad, ascent + descent + 2 * pad), 255)
+    ImageDraw.Draw(image).text((pad, pad), text, fill=0, font=font)
+    return image
+
+
+def man_lines(out, count, seed, faces):
+    """``(samples [(path, label)], man pages read)``: ``count`` lines of man-page prose,
+    printed in ``faces`` (:func:`print_line`, body-text sizes at 150 dpi: 18-30 px). Man pages
+    are visited in an order drawn with ``seed``, at most :data:`LINES_PER_MAN_PAGE` lines
+    each."""
+    rng = np.random.RandomState(seed)
+    pages = sorted(path for path in glob.glob(MAN_PAGES) if os.path.isfile(path))
+    lines, seen, read = [], set(), 0
+    for index in rng.permutation(len(pages)):
+        if len(lines) >= count:
+            break
+        units = prose_units("\n\n".join(man_paragraphs(man_text(pages[index]))))
+        read += 1
+        for unit_index in rng.permutation(len(units))[:LINES_PER_MAN_PAGE]:
+            line = line_window(units[unit_index], rng)
+            if hanzi_count(line) >= MIN_HANZI and line not in seen and len(lines) < count:
+                seen.add(line)
+                lines.append(line)
+    samples = []
+    for index, line in enumerate(lines):
+        image = print_line(line, faces[rng.randint(len(faces))], rng.randint(18, 31))
+        path = os.path.join(out, "manline%05d.png" % index)
+        image.save(path)
+        samples.append((path, line))
+    return samples, read
+
+
+# ----- material 3: whole pages ----------------------------------------------------------
+
+def page_truth(pdf, page):
+    """The text layer's rows of a page (``page_check.layout_rows``), top to bottom, each row's
+    words left to right joined as Chinese joins pieces and spelt as the language spells."""
+    rows = []
+    for _, words in layout_rows(pdf, page):
+        text = ZH.spell(ZH.join_pieces(word[4] for word in sorted(words)))
+        if text:
+            rows.append(text)
+    return rows
+
+
+def whole_pages(out, pages, dpi=DPI):
+    """``[(path, truth rows, name)]``: the pages rasterised at ``dpi``."""
+    found = []
+    for pdf, page in pages:
+        name = "%s:%d" % (os.path.basename(pdf), page)
+        path = rasterise(pdf, page, dpi, os.path.join(out, "page-%s-%d" % (
+            os.path.splitext(os.path.basename(pdf))[0], page)))
+        found.append((path, page_truth(pdf, page), name))
+    return found
+
+
+# ----- scoring and the table --------------------------------------------------------------
+
+def line_figures(readings, labels):
+    """Lines exactly right and CER, readings and labels folded (NFKC, no whitespace)."""
+    return text_metrics([FOLD(text) for text in readings], [FOLD(text) for text in labels])
+
+
+def page_scores(read_rows, truth_rows_):
+    """``[edits, characters, rows exactly right, rows]`` of one page, folded: the page's text
+    (its rows in order, whitespace dropped) against the truth's, and the truth rows read
+    exactly (each matched once by an equal row read, in any order)."""
+    read = [FOLD(row) for row in read_rows]
+    truth = [FOLD(row) for row in truth_rows_]
+    whole_read, whole_truth = "".join(read), "".join(truth)
+    left = collections.Counter(read)
+    exact = 0
+    for row in truth:
+        if left[row] > 0:
+            left[row] -= 1
+            exact += 1
+    return np.array([edit_distance(whole_read, whole_truth), len(whole_truth), exact,
+                     len(truth)], dtype=np.float64)
+
+
+def shown_chars(chars):
+    """Characters for a report line: control characters, combining marks and other unprintable
+    ones as ``U+XXXX`` (text layers hold a few from math fonts)."""
+    return " ".join(char if char.isprintable() and not char.isspace() and
+                    not unicodedata.combining(char) else "U+%04X" % ord(char) for char in chars)
+
+
+def cell(exact, cer):
+    """A table cell: share exactly right and CER, as ``68.3 % / 4.03 %``."""
+    return "%.1f %% / %.2f %%" % (100.0 * exact, 100.0 * cer)
+
+
+def markdown_table(systems, rows):
+    """The comparison as a markdown table: ``systems`` are the column headings, ``rows``
+    ``(material, n, [one cell per system])``."""
+    lines = ["| material | n | %s |" % " | ".join(systems),
+             "|---|---|" + "---|" * len(systems)]
+    for material, n, cells in rows:
+        if len(cells) != len(systems):
+            raise ValueError("%d cells for %d systems in row %r" % (len(cells), len(systems),
+                                                                    material))
+        lines.append("| %s | %s | %s |" % (material, n, " | ".join(cells)))
+    return "\n".join(lines)
+
+
+# ----- the picture ------------------------------------------------------------------------
+
+PICTURE_FONTS = (("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc", "WenQuanYi Micro Hei"),
+                 ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", "Noto Sans CJK SC"))
+
+
+def picture_font(size):
+    """A CJK font that is not reserved (WenQuanYi Micro Hei, else Noto Sans CJK SC), or None."""
+    from PIL import ImageFont
+    for path, family in PICTURE_FONTS:
+        for index in range(12):
+            try:
+                font = ImageFont.truetype(path, size, index=index)
+            except (OSError, IOError):
+                break
+            if font.getname()[0] == family:
+                return font
+    return None
+
+
+def side_by_side(samples, readings, path, count=12):
+    """A PNG of ``count`` line samples (half from each list of ``samples``, those the systems
+    disagree on first): the crop, the truth and each system's reading, green when it scores as
+    exact, red when not. ``samples``: lists of ``(path, label)``; ``readings``: ``[(system,
+    [lists of texts, one per list of samples])]``."""
+    from PIL import ImageDraw
+    font = picture_font(18)
+    if font is None:
+        print("warning: no CJK font for the picture (fonts-wqy-microhei); not written",
+              file=sys.stderr)
+        return None
+    chosen = []
+    for which, kind in enumerate(samples):
+        share = count // len(samples) + (1 if which < count % len(samples) else 0)
+        right = [all(FOLD(texts[which][i]) == FOLD(kind[i][1]) for _, texts in readings)
+                 for i in range(len(kind))]
+        order = [i for i in range(len(kind)) if not right[i]] + \
+            [i for i in range(len(kind)) if right[i]]
+        chosen.extend((which, i) for i in order[:share])
+    crop_height, text_height, gap = 40, 24, 14
+    names = ["truth"] + [name for name, _ in readings]
+    label_width = max(int(font.getlength(name)) for name in names) + 16
+    blocks, width = [], 400
+    for which, i in chosen:
+        crop = Image.open(samples[which][i][0]).convert("L")
+        crop = crop.resize((max(1, int(crop.width * float(crop_height) / crop.height)),
+                            crop_height))
+        texts = [samples[which][i][1]] + [texts[which][i] for _, texts in readings]
+        width = max([width, crop.width + 8] +
+                    [label_width + int(font.getlength(text)) + 8 for text in texts])
+        blocks.append((crop, texts))
+    block_height = crop_height + 4 + text_height * len(names) + gap
+    canvas = Image.new("RGB", (min(width, 1800), max(1, block_height * len(blocks))), "white")
+    draw, y = ImageDraw.Draw(canvas), 0
+    for crop, texts in blocks:
+        canvas.paste(crop.convert("RGB"), (4, y))
+        y += crop_height + 4
+        for row, (name, text) in enumerate(zip(names, texts)):
+            colour = (0, 0, 0) if row == 0 else \
+                (0, 120, 0) if FOLD(text) == FOLD(texts[0]) else (190, 0, 0)
+            draw.text((4, y), name, fill=(90, 90, 90), font=font)
+            draw.text((label_width, y), text, fill=colour, font=font)
+            y += text_height
+        y += gap
+    canvas.save(path)
+    print("wrote %s" % path, file=sys.stderr)
+    return path
+
+
+# ----- the comparison ---------------------------------------------------------------------
+
+def read_line_sets(sets, project, tesseract, paddle, scratch):
+    """Each system's readings of each list of line samples, and its seconds per line: the
+    project's and PP-OCR's without their start-ups, Tesseract's with its own in every process
+    (one a line, as it is run)."""
+    readings = dict((name, []) for name in ("project", "tesseract", "paddle"))
+    seconds = dict((name, 0.0) for name in readings)
+    for samples in sets:
+        paths = [path for path, _ in samples]
+        started = time.time()
+        readings["project"].append(project.read_lines(paths))
+        middle = time.time()
+        readings["tesseract"].append(tesseract.read_lines(paths))
+        seconds["project"] += middle - started
+        seconds["tesseract"] += time.time() - middle
+        texts, wall = paddle.read_lines(paths, scratch)
+        readings["paddle"].append(texts)
+        seconds["paddle"] += wall
+    total = max(1, sum(len(samples) for samples in sets))
+    return readings, dict((name, value / total) for name, value in seconds.items())
+
+
+def read_pages(pages, project, tesseract, paddle, scratch):
+    """Summed page scores of each system and its seconds per page (start-ups counted once:
+    the project's in ``project.startup``, PP-OCR's in its process)."""
+    totals = dict((name, np.zeros(4)) for name in ("project", "tesseract", "paddle"))
+    seconds = dict((name, 0.0) for name in totals)
+    paddle_rows, seconds["paddle"] = paddle.read_pages([path for path, _, _ in pages], scratch)
+    for (path, truth, name), theirs_paddle in zip(pages, paddle_rows):
+        started = time.time()
+        ours = project.read_page(path)
+        middle = time.time()
+        theirs = tesseract.read_page(path)
+        seconds["project"] += middle - started
+        seconds["tesseract"] += time.time() - middle
+        scores = [("project", ours), ("tesseract", theirs), ("paddle", theirs_paddle)]
+        for system, rows in scores:
+            totals[system] += page_scores(rows, truth)
+        print("page %s: %d rows; rows exactly right: %s" % (
+            name, len(truth), ", ".join("%s %d" % (system, page_scores(rows, truth)[2])
+                                        for system, rows in scores)), file=sys.stderr)
+    seconds["project"] += project.startup
+    return totals, dict((name, value / max(1, len(pages))) for name, value in seconds.items())
+
+
+def main(argv=None):
+    """Build the reserved material, read it with the three systems, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT,
+                        help="the Chinese model: a run or model folder (default: models/zh)")
+    parser.add_argument("--quick", action="store_true",
+                        help="40 lines of each kind and 2 pages (a smoke run)")
+    parser.add_argument("--json", help="write the figures to this JSON file")
+    parser.add_argument("--out", help="keep the images in this folder (default: a temporary one)")
+    parser.add_argument("--picture", help="the side-by-side PNG (default: compare_chinese.png "
+                                          "in --out, else in the current folder)")
+    parser.add_argument("--lines", type=int, default=300, help="lines of each kind")
+    parser.add_argument("--page-psm", type=int, default=TESSERACT_PAGE_PSM,
+                        help="Tesseract's page segmentation for whole pages (4: one column of "
+                             "lines of varying sizes; 6: one uniform block)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    check_checkpoint(args.checkpoint)
+    require_peers()
+    check_material()
+    count = 40 if args.quick else args.lines
+    pages = [(pdf, numbers[0]) for pdf, numbers in WHOLE_PAGES] if args.quick else \
+        [(pdf, page) for pdf, numbers in WHOLE_PAGES for page in numbers]
+    started = time.time()
+    scratch = args.out or tempfile.mkdtemp(prefix="compare_chinese-")
+    os.makedirs(scratch, exist_ok=True)
+    try:
+        faces = arphic_faces()
+        cut, report = pdf_lines(scratch, (LSHORT, CTEX_FAQ), count, args.seed,
+                                skip_pages=[(pdf, page) for pdf, numbers in WHOLE_PAGES
+                                            for page in numbers])
+        print("PDF lines: %d cut from %d pages" % (len(cut), report["pages"]), file=sys.stderr)
+        rendered, man_read = man_lines(scratch, count, args.seed, faces)
+        print("man-page lines: %d from %d man pages, in %d faces" % (
+            len(rendered), man_read, len(faces)), file=sys.stderr)
+        page_set = whole_pages(scratch, pages)
+        tesseract, paddle = Tesseract(args.page_psm), PaddleOcr()
+        project = Project(args.checkpoint)
+        readings, line_seconds = read_line_sets([cut, rendered], project, tesseract, paddle,
+                                                scratch)
+        totals, page_seconds = read_pages(page_set, project, tesseract, paddle, scratch)
+        picture = args.picture or os.path.join(args.out or ".", "compare_chinese.png")
+        side_by_side([cut, rendered], [(project.name, readings["project"]),
+                                       (tesseract.name, readings["tesseract"]),
+                                       (paddle.name, readings["paddle"])], picture)
+    finally:
+        if not args.out:
+            shutil.rmtree(scratch, ignore_errors=True)
+    systems = ("project", "tesseract", "paddle")
+    names = [project.name, tesseract.name, paddle.name]
+    figures = collections.OrderedDict()
+    materials = (("pdf_lines", "lines cut from the 2 reserved PDFs, %d dpi: lines exactly right "
+                               "/ CER" % DPI, cut, 0),
+                 ("man_lines", "man-page prose in %d AR PL faces, at most %d characters: lines "
+                               "exactly right / CER" % (len(faces), MAX_LINE), rendered, 1))
+    rows = []
+    for key, title, samples, which in materials:
+        labels = [label for _, label in samples]
+        scored = dict((system, line_figures(readings[system][which], labels))
+                      for system in systems)
+        figures[key] = dict(n=len(samples), **dict(
+            (system, dict(exact=scored[system]["word_accuracy"], cer=scored[system]["cer"]))
+            for system in systems))
+        rows.append((title, str(len(samples)), [cell(scored[s]["word_accuracy"], scored[s]["cer"])
+                                                for s in systems]))
+    n_rows = int(totals["project"][3])
+    figures["pages"] = dict(n=len(page_set), rows=n_rows, pages=[name for _, _, name in page_set],
+                            tesseract_psm=args.page_psm, **dict(
+                                (system, dict(rows_exact=totals[system][2] / max(1, n_rows),
+                                              cer=totals[system][0] / max(1, totals[system][1]),
+                                              seconds_per_page=page_seconds[system]))
+                                for system in systems))
+    rows.append(("%d whole pages, %d dpi: rows exactly right / page CER" % (len(page_set), DPI),
+                 "%d pages, %d rows" % (len(page_set), n_rows),
+                 [cell(figures["pages"][s]["rows_exact"], figures["pages"][s]["cer"])
+                  for s in systems]))
+    rows.append(("seconds per page (wall; start-ups counted once)", str(len(page_set)),
+                 ["%.2f" % page_seconds[s] for s in systems]))
+    figures["seconds_per_line"] = line_seconds
+    unwritable = shown_chars(char for char, _ in report["unwritable"].most_common(20))
+    figures["pdf_rows"] = dict(pages_visited=report["pages"], text_layer_rows=report["rows"],
+                               found_exactly=report["exact"], pieces=report["pieces"],
+                               left_out=report["left_out"], unwritable_characters=unwritable)
+    figures.update(systems=dict(zip(systems, names)), checkpoint=args.checkpoint,
+                   seed=args.seed, quick=args.quick, man_pages_read=man_read,
+                   faces=[os.path.basename(face) for face in faces],
+                   seconds=time.time() - started)
+    print(markdown_table(names, rows))
+    print()
+    print("PDF lines: %d pages visited (of lshort-zh-cn.pdf and ctex-faq.pdf, not the whole "
+          "pages) hold %d text-layer rows; left out: %d rows the page reader did not find as "
+          "one row of its own (not cut), and %d of the %d pieces of the rows found because the "
+          "charset cannot write them (characters: %s); the lines were drawn from the rest"
+          % (report["pages"], report["rows"], report["rows"] - report["exact"],
+             report["left_out"], report["pieces"], unwritable or "none"))
+    print("man-page lines: from %d man pages of manpages-zh; faces: %s"
+          % (man_read, ", ".join(os.path.basename(face) for face in faces)))
+    print("pages: %s; Tesseract --psm %d; project start-up %.1f s (TensorFlow's import "
+          "included), counted once over all pages; seconds per line: %s"
+          % (", ".join(name for _, _, name in page_set), args.page_psm, project.startup,
+             ", ".join("%s %.2f" % (n, line_seconds[s]) for n, s in zip(names, systems))))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(figures, handle, indent=1, ensure_ascii=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
