@@ -155,6 +155,30 @@ non_negative_float = float_range(0.0)
 unit_float = float_range(0.0, 1.0)
 
 
+# How many unreadable images a tool names before it only counts the rest.
+NAMED_UNREADABLE = 3
+
+
+def report_unreadable(names, total, source):
+    """Name on stderr the images of ``source`` (a dataset path) that could not be read: up to
+    NAMED_UNREADABLE, then a count, in one line; a second line warns when they are more than
+    half of its ``total`` images, whose figures then mostly measure the missing files."""
+    if not names:
+        return
+    listed = ", ".join(names[:NAMED_UNREADABLE]) + (
+        " and %d more" % (len(names) - NAMED_UNREADABLE) if len(names) > NAMED_UNREADABLE
+        else "")
+    sys.stderr.write("note: %d of the %d images of %s could not be read and count as wrong, "
+                     "empty readings: %s (--verbose says why)\n"
+                     % (len(names), total, source, listed))
+    if 2 * len(names) > total:
+        sys.stderr.write("warning: most images of %s could not be read (%d of %d): its figures "
+                         "measure the missing files more than the model; check the files, and "
+                         "that the paths in its labels are relative to its folder\n"
+                         % (source, len(names), total))
+    sys.stderr.flush()
+
+
 def existing_folder(text):
     """An argparse type: a path that is a folder."""
     if not os.path.isdir(text):

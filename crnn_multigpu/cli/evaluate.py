@@ -6,7 +6,7 @@ for tools to parse; progress goes to stderr.
 import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, console_entry, positive_int, print_figures,
-                                      refuse_to_overwrite, setup_logging)
+                                      refuse_to_overwrite, report_unreadable, setup_logging)
 from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
                                        lexicon_words)
 from crnn_multigpu.ocr import char_lm
@@ -14,6 +14,7 @@ from crnn_multigpu.ocr.metrics import SCORINGS
 
 
 def build_parser():
+    """crnn-evaluate's arguments."""
     parser = ArgumentParser(prog="crnn-evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="dataset: folder with labels.txt, or LMDB")
     parser.add_argument("--batch-size", type=positive_int, default=64)
@@ -37,22 +38,10 @@ def reads_case(charset):
     return any(char.upper() in chars for char in chars if char.islower())
 
 
-def main_body(argv=None):
-    args = build_parser().parse_args(argv)
-    setup_logging(args.verbose)
-    refuse_to_overwrite(args.picture, "--picture", args.overwrite)
-    words = lexicon_words(args)
-    from crnn_multigpu.datasets import open_dataset
+def chosen_fold(args, recognizer, dataset):
+    """``(scoring name, fold or None)`` of --scoring, --fold-case and --alnum for ``recognizer``;
+    a note on stderr when the labels have no capitals but the model reads case."""
     from crnn_multigpu.ocr.metrics import scoring_fold
-    run = chosen_run(args)
-    # Labels outside the charset cannot be predicted but still count as errors: keep them all.
-    dataset = open_dataset(args.data)
-    recognizer = chosen_recognizer(args, run, words)
-
-    def progress(done, total):
-        sys.stderr.write("\revaluated %d/%d" % (done, total))
-        sys.stderr.flush()
-
     scoring = args.scoring or recognizer.language.scoring
     blind = SCORINGS[scoring].get("nfkc_blank_blind", False)
     fold = scoring_fold(args.fold_case, args.alnum, blind) \
@@ -64,22 +53,51 @@ def main_body(argv=None):
         sys.stderr.write("note: the labels of %s have no capitals but the model reads case; "
                          "--fold-case --alnum scores case-blind labels (such as a 36-class word "
                          "set) fairly\n" % args.data)
+    name = "+".join(part for part, on in ((scoring, blind), ("fold-case", args.fold_case),
+                                          ("alnum", args.alnum)) if on) or "exact"
+    return name, fold
+
+
+def progress(done, total):
+    """The progress line on stderr, rewritten after every batch."""
+    sys.stderr.write("\revaluated %d/%d" % (done, total))
+    sys.stderr.flush()
+
+
+def evaluated(args, recognizer, dataset):
+    """``(figures, examples)`` over every label of ``dataset``: an image that cannot be read
+    counts as a wrong, empty reading, and is named on stderr (a few, then a count)."""
+    scoring, fold = chosen_fold(args, recognizer, dataset)
+    unreadable = []
     figures, examples = recognizer.evaluate(dataset, args.batch_size, progress=progress,
-                                            fold=fold)
+                                            fold=fold, unreadable=unreadable)
     sys.stderr.write("\n")
-    if not figures["n"]:
-        unreadable = getattr(dataset, "unreadable", None) or ["?"]
+    if not figures["n"] or figures["unreadable"] == figures["n"]:
         raise ValueError("none of the %d image(s) of %s could be read (e.g. %s): nothing to "
-                         "evaluate" % (len(dataset), args.data, unreadable[0]))
+                         "evaluate" % (len(dataset), args.data, (unreadable or ["?"])[0]))
+    report_unreadable(unreadable, len(dataset), args.data)
+    figures["scoring"] = scoring
+    return figures, examples
+
+
+def main_body(argv=None):
+    """crnn-evaluate on the command line ``argv``: the figures as one JSON line on stdout."""
+    args = build_parser().parse_args(argv)
+    setup_logging(args.verbose)
+    refuse_to_overwrite(args.picture, "--picture", args.overwrite)
+    words = lexicon_words(args)
+    from crnn_multigpu.datasets import open_dataset
+    run = chosen_run(args)
+    # Labels outside the charset cannot be predicted but still count as errors: keep them all.
+    dataset = open_dataset(args.data)
+    recognizer = chosen_recognizer(args, run, words)
+    figures, examples = evaluated(args, recognizer, dataset)
     if args.picture:
         from crnn_multigpu.ocr.picture import prediction_grid
         prediction_grid([e[0] for e in examples], [e[1] for e in examples],
                         [e[2] for e in examples], args.picture)
         sys.stderr.write("wrote %s\n" % args.picture)
     figures["checkpoint"] = recognizer.checkpoint
-    figures["scoring"] = "+".join(name for name, on in ((scoring, blind),
-                                                        ("fold-case", args.fold_case),
-                                                        ("alnum", args.alnum)) if on) or "exact"
     if recognizer.language_model is not None:
         figures.update(char_lm=dict(order=char_lm.DEFAULT_ORDER, weight=args.lm_weight,
                                     bonus=args.lm_bonus))

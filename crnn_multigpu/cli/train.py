@@ -19,7 +19,7 @@ from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
                                       chosen_model_class, console_entry, float_range,
                                       int_range, non_negative_float, non_negative_int,
                                       positive_float, positive_int, print_figures,
-                                      setup_logging)
+                                      report_unreadable, setup_logging)
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.crnn import CRNN
@@ -288,15 +288,19 @@ def input_mode(args):
     return args.input or ("feed" if args.cluster else "dataset")
 
 
-def make_validate(wrapper, dataset, charset, width, batch_size, limit, width_multiple):
+def make_validate(wrapper, dataset, charset, width, batch_size, limit, width_multiple,
+                  unreadable=None):
     """A callable (session, step) -> figures over the first ``limit`` (0: all) validation
-    images, read by the training graph's towers (batches padded to ``width_multiple``)."""
+    images, read by the training graph's towers (batches padded to ``width_multiple``): the
+    loop of crnn-evaluate, so an unreadable image counts as a wrong, empty reading and its
+    name goes to the list ``unreadable`` when given."""
     def validate(session, step=None):
         def recognize(arrays):
             batch = make_batch(arrays, None, charset, width, width_multiple)
             outputs = tower_outputs(session, wrapper, batch, lambda model: [model.predict])
             return [text for values in outputs for text in decode_rows(charset, values[0])]
-        return evaluate_dataset(dataset, recognize, batch_size, limit=limit or None)[0]
+        return evaluate_dataset(dataset, recognize, batch_size, limit=limit or None,
+                                unreadable=unreadable)[0]
     return validate
 
 
@@ -386,8 +390,10 @@ def main_body(argv=None):
                 raise
             raise cluster_failure(args, error)
         if val_set is not None and final_step >= steps:
+            unreadable = []
             figures = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0,
-                                    model_cls.DOWNSAMPLE)(session)
+                                    model_cls.DOWNSAMPLE, unreadable)(session)
+            report_unreadable(unreadable, len(val_set), args.val)
             figures["step"] = final_step
             sys.stderr.write("final validation: word accuracy %.4f, CER %.4f on %d images\n"
                              % (figures["word_accuracy"], figures["cer"], figures["n"]))

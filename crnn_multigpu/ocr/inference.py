@@ -43,15 +43,19 @@ def tower_outputs(session, towers, batch, fetch):
 
 
 def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_examples=0,
-                     progress=None, fold=None):
+                     progress=None, fold=None, unreadable=None):
     """``(figures, examples)`` of reading the first ``limit`` (None: all) samples of
     ``dataset`` (``len`` and ``safe_get`` or indexing) with ``recognize(arrays) -> texts``,
     ``batch_size`` images at a time: :func:`~crnn_multigpu.ocr.metrics.text_metrics` plus the
     count of unreadable images, and up to ``keep_examples`` (image, read, truth) triples.
     ``progress(done, total)`` is called after every batch. ``fold`` (e.g.
-    :func:`~crnn_multigpu.ocr.metrics.scoring_fold`) maps readings and labels before scoring."""
+    :func:`~crnn_multigpu.ocr.metrics.scoring_fold`) maps readings and labels before scoring.
+
+    Every label counts: an image that cannot be read (``safe_get`` returns None) is scored as
+    an empty reading of its label (``dataset.texts``), so a set whose files are mostly missing
+    cannot score well. ``unreadable``, a list, receives their names (``dataset.describe``)."""
     total = len(dataset) if limit is None else min(limit, len(dataset))
-    predictions, truths, examples, unreadable = [], [], [], 0
+    predictions, truths, examples, missing = [], [], [], []
     arrays, texts = [], []
 
     def flush():
@@ -63,12 +67,12 @@ def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_example
                 examples.append((array, predicted, text))
         del arrays[:], texts[:]
         if progress:
-            progress(len(truths) + unreadable, total)
+            progress(len(truths) + len(missing), total)
 
     for index in range(total):
         sample = dataset.safe_get(index) if hasattr(dataset, "safe_get") else dataset[index]
         if sample is None:
-            unreadable += 1
+            missing.append(index)
             continue
         arrays.append(sample[0])
         texts.append(sample[1])
@@ -76,11 +80,28 @@ def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_example
             flush()
     if arrays:
         flush()
+    elif progress and missing and truths:  # the last images could not be read: it ends anyway
+        progress(len(truths) + len(missing), total)
+    score_unreadable(dataset, missing, predictions, truths, unreadable)
     if fold is not None:
         predictions, truths = [fold(text) for text in predictions], [fold(text) for text in truths]
     figures = text_metrics(predictions, truths)
-    figures["unreadable"] = unreadable
+    figures["unreadable"] = len(missing)
     return figures, examples
+
+
+def score_unreadable(dataset, indices, predictions, truths, names=None):
+    """Add the samples ``indices`` of ``dataset`` that could not be read to ``predictions``
+    (as empty readings) and ``truths`` (their labels, ``dataset.texts``), and their names
+    (``dataset.describe``) to the list ``names`` when given. A dataset without a list of labels
+    (one whose samples are drawn when read) has none to score."""
+    labels = getattr(dataset, "texts", None)
+    if labels is not None and indices:
+        truths.extend(labels[index] for index in indices)
+        predictions.extend("" for _ in indices)
+    if names is not None:
+        describe = getattr(dataset, "describe", lambda index: "sample %d" % index)
+        names.extend(describe(index) for index in indices)
 
 
 def decode_rows(charset, ids):
@@ -258,12 +279,14 @@ class Recognizer(object):
         texts, log_probs = self.recognize_arrays(arrays, batch_size)
         return texts, log_probs, arrays
 
-    def evaluate(self, dataset, batch_size=64, keep_examples=24, progress=None, fold=None):
+    def evaluate(self, dataset, batch_size=64, keep_examples=24, progress=None, fold=None,
+                 unreadable=None):
         """Figures over a dataset and up to ``keep_examples`` (image, read, truth) examples:
-        :func:`evaluate_dataset` with this model."""
+        :func:`evaluate_dataset` with this model (an unreadable image counts as a wrong, empty
+        reading; ``unreadable``, a list, receives their names)."""
         return evaluate_dataset(dataset, lambda arrays: self.read_crops(arrays, batch_size)[0],
                                 batch_size, keep_examples=keep_examples, progress=progress,
-                                fold=fold)
+                                fold=fold, unreadable=unreadable)
 
     def close(self):
         self.session.close()
