@@ -11,8 +11,9 @@ import sys
 
 from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.ocr.charset import Charset
-from crnn_multigpu.runtime.checkpoints import (ensure_writable, latest_checkpoint, load_config,
-                                       require_checkpoint, save_config)
+from crnn_multigpu.runtime.checkpoints import (CONFIG_NAME, checkpoint_step, ensure_writable,
+                                               latest_checkpoint, load_config,
+                                               require_checkpoint, save_config, with_parts)
 from crnn_multigpu.wrapper import strategies
 from crnn_multigpu.cli.reading import resolve_run
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
@@ -142,6 +143,10 @@ def build_parser():
                           help="NaN/Inf loss: stop (default) or skip the batch")
     run = parser.add_argument_group("checkpoints, validation and progress")
     run.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
+    run.add_argument("--allow-changed-settings", action="store_true",
+                     help="with --resume: train on with another --seed, --batch-size, --lr, "
+                          "--augment, --sync-bn, --train or --language than the run's (refused "
+                          "otherwise); config.json keeps each part's settings under \"parts\"")
     run.add_argument("--init-from", metavar="RUN",
                      help="start this run from the weights of another: a run directory, a "
                           "shipped model (models/text, models/words) or a checkpoint prefix; "
@@ -254,30 +259,60 @@ def warm_start_checkpoint(args, config):
     return prefix
 
 
+# What a resume may change, by config.json key. Never: the model and what its checkpoints
+# hold, and the data order's keys ("bucket" reorders the data; "precision": float16 runs
+# checkpoint a loss scale that others lack; "accumulate": the micro-batches of step s are
+# those of micro-steps K*s .. K*s+K-1). The values of runs from before a key was recorded:
+FIXED_ON_RESUME = dict(model_class=model_class.DEFAULT, model=None, charset=None,
+                       image_width=None, bucket=0, precision="float32", accumulate=1)
+# Only with --allow-changed-settings, by flag: how the coming steps train. Each part's values
+# are kept under "parts" in config.json, with "steps" (free: a run may train longer, its
+# learning-rate decay points moving with it) and "init_from" (free: only the first part
+# starts from it).
+CHANGED_ON_RESUME = {"--seed": "seed", "--batch-size": "batch_size", "--lr": "lr",
+                     "--augment": "augment", "--sync-bn": "sync_bn", "--train": "train",
+                     "--language": "language"}
+PART_KEYS = tuple(sorted(CHANGED_ON_RESUME.values())) + ("steps", "init_from")
+
+
 def check_run_dir(args, config):
-    """Refuse to silently overwrite or mix runs: never lose work."""
+    """Refuse to silently overwrite or mix runs: never lose work. Then write config.json: this
+    command's settings, the run's earlier parts kept in its history (``with_parts``)."""
     ensure_writable(args.out)
     existing = latest_checkpoint(args.out)
+    config_path = os.path.join(args.out, CONFIG_NAME)
     if existing and not args.resume:
         raise ValueError("%s already holds checkpoints (newest %s); pass --resume to continue it "
                          "or choose another --out" % (args.out, os.path.basename(existing)))
-    if args.resume and existing and not os.path.exists(os.path.join(args.out, "config.json")):
+    if args.resume and existing and not os.path.exists(config_path):
         raise ValueError("--resume: %s holds checkpoints but no config.json, so nothing tells "
                          "which model they are; restore its config.json (or start a new --out)"
                          % args.out)
-    if args.resume and os.path.exists(os.path.join(args.out, "config.json")):
-        previous = load_config(args.out)
-        # "bucket" changes the data order; runs from before it was recorded did not bucket.
-        # "precision": float16 runs checkpoint a loss scale that the others lack.
-        # "accumulate": the micro-batches of step s are those of micro-steps K*s .. K*s+K-1.
-        before = dict(bucket=0, precision="float32", accumulate=1, model_class=model_class.DEFAULT)
-        for key in ("model_class", "model", "charset", "image_width", "bucket", "precision",
-                    "accumulate"):
-            if previous.get(key, before.get(key)) != config[key]:
-                raise ValueError("--resume: %s of %s differs from this command's (%s vs %s); use the "
-                                 "same settings or another --out" % (key, args.out,
-                                                                     previous.get(key), config[key]))
-    save_config(args.out, config)
+    previous = load_config(args.out) if args.resume and os.path.exists(config_path) else None
+    if previous is not None:
+        check_resumed_settings(args, previous, config)
+    part = dict([("from_step", checkpoint_step(existing) if existing else 0)] +
+                [(key, config[key]) for key in PART_KEYS])
+    save_config(args.out, with_parts(config, previous, part))
+
+
+def check_resumed_settings(args, previous, config):
+    """Raise ValueError when ``config`` changes what a resume of the run ``previous`` describes
+    must keep: the model and data order always, the training settings unless
+    --allow-changed-settings (one line naming each that differs, with both values)."""
+    for key, before in FIXED_ON_RESUME.items():  # in this order: the model's class first
+        if previous.get(key, before) != config[key]:
+            raise ValueError("--resume: %s of %s differs from this command's (%s vs %s); use the "
+                             "same settings or another --out" % (key, args.out,
+                                                                 previous.get(key), config[key]))
+    changed = ["%s %s -> %s" % (flag, json.dumps(previous[key]), json.dumps(config[key]))
+               for flag, key in sorted(CHANGED_ON_RESUME.items())
+               if key in previous and previous[key] != config[key]]
+    if changed and not args.allow_changed_settings:
+        raise ValueError("--resume: this command changes settings %s was trained with (%s); "
+                         "pass the run's own, or --allow-changed-settings to train on with these "
+                         "(config.json keeps each part's under \"parts\")"
+                         % (args.out, ", ".join(changed)))
 
 
 def input_mode(args):

@@ -106,6 +106,33 @@ def save_config(run_dir, config):
                       json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False))
 
 
+# config.json's history of a run trained in parts (--resume): the settings of each part.
+PARTS_KEY = "parts"
+
+
+def with_parts(config, previous, part):
+    """The configuration to save for a run: ``config`` (this part's), the keys of ``previous``
+    (the run's config.json before, or None) that ``config`` lacks, and the run's history under
+    "parts": ``previous``'s parts, then ``part`` (``from_step`` and the settings that may differ
+    between parts) unless the last part has the same settings. A ``previous`` from before the
+    history was kept becomes the first part, from step 0, with its values of ``part``'s keys."""
+    parts = []
+    if previous is not None:
+        parts = list(previous.get(PARTS_KEY) or [dict(
+            [("from_step", 0)] + [(key, previous[key]) for key in part
+                                  if key != "from_step" and key in previous])])
+    if not parts or _settings(parts[-1]) != _settings(part):
+        parts.append(part)
+    merged = dict(previous or {})
+    merged.update(config)
+    merged[PARTS_KEY] = parts
+    return merged
+
+
+def _settings(part):
+    return dict((key, value) for key, value in part.items() if key != "from_step")
+
+
 def load_config(run_dir):
     """Read the configuration written by ``save_config``, checked (see ``check_config``); a
     clear error naming the file if the run is not there or its configuration is not usable."""
