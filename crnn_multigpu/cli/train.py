@@ -13,7 +13,8 @@ from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.runtime.checkpoints import (CONFIG_NAME, checkpoint_step, ensure_writable,
                                                latest_checkpoint, load_config,
-                                               require_checkpoint, save_config, with_parts)
+                                               require_checkpoint, run_folder_lock,
+                                               save_config, with_parts)
 from crnn_multigpu.wrapper import strategies
 from crnn_multigpu.cli.reading import resolve_run
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
@@ -52,8 +53,20 @@ DEFAULT_BUCKET = 32
 
 
 def build_parser():
+    """crnn-train's arguments."""
     parser = ArgumentParser(prog="crnn-train", description=__doc__.splitlines()[0])
-    data = parser.add_argument_group("data")
+    add_data_group(parser.add_argument_group("data"))
+    add_model_group(parser.add_argument_group("model"))
+    add_placement_group(parser.add_argument_group("towers and where the variables live"))
+    add_cluster_group(parser.add_argument_group("several machines"))
+    add_schedule_group(parser.add_argument_group("optimisation"))
+    add_run_group(parser.add_argument_group("checkpoints, validation and progress"))
+    return parser
+
+
+def add_data_group(data):
+    """The data group: --train, --val, --out, the charset and language, widths, augmentation
+    and input."""
     data.add_argument("--train", required=True, help="training set (folder with labels.txt, or LMDB)")
     data.add_argument("--val", help="validation set, evaluated every --validate-every steps and at the end")
     data.add_argument("--out", required=True, help="run directory: config.json, checkpoints/, logs/")
@@ -78,7 +91,10 @@ def build_parser():
                       help="dataset (default): a tf.data pipeline per tower decodes batches "
                            "ahead and prefetches them onto the tower; feed: feed_dict from a "
                            "Python thread (the default with --cluster)")
-    model = parser.add_argument_group("model")
+
+
+def add_model_group(model):
+    """The model group: the model class, its size, precision, XLA and synchronised batch norm."""
     add_model_class_argument(model, training=True)
     model.add_argument("--model", metavar="SIZE",
                        help="one of the model class's SIZES; CRNN's: small (0.5 M parameters, "
@@ -97,7 +113,10 @@ def build_parser():
     model.add_argument("--sync-bn", action="store_true",
                        help="with several towers: batch norm uses the moments of the whole global "
                             "batch instead of each tower's shard (what one tower would compute)")
-    placement = parser.add_argument_group("towers and where the variables live")
+
+
+def add_placement_group(placement):
+    """The placement group: how many towers, and where the variables live."""
     placement.add_argument("--towers", type=positive_int, default=None,
                            help="towers: first N GPUs; without GPUs, N virtual CPU devices (default: "
                                 "all GPUs, or 1 CPU tower)")
@@ -111,7 +130,10 @@ def build_parser():
     placement.add_argument("--num-packs", type=non_negative_int, default=0, metavar="N",
                            help="concatenate the gradients into at most N buffers before they "
                                 "cross devices (0: off, default)")
-    cluster = parser.add_argument_group("several machines")
+
+
+def add_cluster_group(cluster):
+    """The cluster group: training over several machines."""
     cluster.add_argument("--cluster", help="cluster JSON ({'worker': [...], 'ps': [...]}): towers on "
                                            "every worker, this process is the chief client")
     cluster.add_argument("--connect-timeout", type=non_negative_float, default=60.0,
@@ -123,7 +145,10 @@ def build_parser():
                               "answering, the newest checkpoint kept (default 120)")
     cluster.add_argument("--gpus-per-task", type=non_negative_int, default=0,
                          help="with --cluster: towers on each worker's first N GPUs (0: its CPU)")
-    schedule = parser.add_argument_group("optimisation")
+
+
+def add_schedule_group(schedule):
+    """The schedule group: steps, batches and the optimiser."""
     schedule.add_argument("--steps", type=positive_int,
                           default=3000, help="train until this global step")
     schedule.add_argument("--stop-at", type=positive_int, default=None,
@@ -141,7 +166,10 @@ def build_parser():
     schedule.add_argument("--seed", type=int, default=0)
     schedule.add_argument("--on-nonfinite", choices=["stop", "skip"], default="stop",
                           help="NaN/Inf loss: stop (default) or skip the batch")
-    run = parser.add_argument_group("checkpoints, validation and progress")
+
+
+def add_run_group(run):
+    """The run group: checkpoints, resuming, validation and progress."""
     run.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     run.add_argument("--allow-changed-settings", action="store_true",
                      help="with --resume: train on with another --seed, --batch-size, --lr, "
@@ -161,7 +189,6 @@ def build_parser():
     run.add_argument("--log-every", type=non_negative_int, default=50,
                      help="steps between progress lines (0: none)")
     run.add_argument("--verbose", action="store_true")
-    return parser
 
 
 def resolve_devices(args):
@@ -336,13 +363,26 @@ def make_validate(wrapper, dataset, charset, width, batch_size, limit, width_mul
             return [text for values in outputs for text in decode_rows(charset, values[0])]
         return evaluate_dataset(dataset, recognize, batch_size, limit=limit or None,
                                 unreadable=unreadable)[0]
+    validate.unreadable = unreadable
     return validate
 
 
 def main_body(argv=None):
+    """crnn-train on the command line ``argv``; the exit code (128 + the signal's number when
+    SIGINT or SIGTERM stopped it, after saving)."""
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     args.out = os.path.abspath(args.out)  # cluster servers resolve relative paths their own way
+    charset, model_cls, config = run_settings(args)
+    ensure_writable(args.out)
+    # One trainer at a time: two in a folder would save over each other's checkpoints. Taken
+    # before the datasets are read, so that a second trainer is refused at once.
+    with run_folder_lock(args.out):
+        return train_run(args, charset, model_cls, config)
+
+
+def run_settings(args):
+    """``(charset, model class, config.json's settings)`` of the arguments, checked."""
     charset = Charset.from_file(args.charset) if args.charset else \
         get_language(args.language).charset if args.language else Charset.default()
     if args.bucket and args.width:
@@ -351,7 +391,12 @@ def main_body(argv=None):
     if args.bucket is None:
         args.bucket = 0 if args.width else DEFAULT_BUCKET
     model_cls = chosen_model_class(args) or CRNN
-    config = run_config(args, charset, model_cls)
+    return charset, model_cls, run_config(args, charset, model_cls)
+
+
+def train_run(args, charset, model_cls, config):
+    """Read the data, check and record the run folder, build the towers and train; the exit
+    code. The caller holds the run folder's lock."""
     time_steps = model_class.time_steps(model_cls, args.width) if args.width else None
     train_set = open_dataset(args.train, charset=charset, time_steps=time_steps)
     val_set = open_dataset(args.val, charset=charset, time_steps=time_steps) if args.val else None
@@ -365,6 +410,31 @@ def main_body(argv=None):
                          "one example" % (args.batch_size, len(towers)))
     mode = input_mode(args)
     tf.set_random_seed(args.seed)
+    augment = Degrader(args.augment, reference_height=train_set.height) if args.augment else None
+    batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config["image_width"],
+                          seed=args.seed, augment=augment, bucket=args.bucket,
+                          width_multiple=model_cls.DOWNSAMPLE)
+    wrapper = build_towers(args, model_cls, config, towers, variable_device,
+                           batches if mode == "dataset" else None)
+    validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
+                             args.validate_max, model_cls.DOWNSAMPLE) if val_set else None
+    trainer = build_trainer(args, wrapper, batches if mode == "feed" else None, validate,
+                            init_from)
+    sys.stderr.write("training %s on %d tower(s): %s (%s); %d training images, batch %d%s, "
+                     "%d steps, input %s, augmentation %s%s\n"
+                     % (config["model_class"], len(towers), ", ".join(towers),
+                        wrapper.strategy.describe(), len(train_set), args.batch_size,
+                        " x %d micro-batches" % args.accumulate if args.accumulate > 1 else "",
+                        args.steps, mode, "%g" % args.augment if args.augment else "off",
+                        ", width buckets of %d batches" % args.bucket if args.bucket else ""))
+    final = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0,
+                          model_cls.DOWNSAMPLE, []) if val_set else None
+    return run_session(args, trainer, target, n_cpus, final)
+
+
+def build_towers(args, model_cls, config, towers, variable_device, batches):
+    """The MultiGpuModel of the arguments on ``towers``; feed-free when ``batches`` (the step
+    source its own input pipelines read) is given."""
     steps = args.steps
 
     def optimizer(global_step):
@@ -373,43 +443,35 @@ def main_body(argv=None):
                                            [args.lr, args.lr * 0.3, args.lr * 0.03])
         return tf.train.AdamOptimizer(rate)
 
-    augment = Degrader(args.augment, reference_height=train_set.height) if args.augment else None
-    batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config["image_width"],
-                          seed=args.seed, augment=augment, bucket=args.bucket,
-                          width_multiple=model_cls.DOWNSAMPLE)
     # sync_bn only when asked for: a model class without batch norm need not take it.
     kwargs = dict(config["model"], **({"sync_bn": True} if args.sync_bn else {}))
-    # Feed-free, the wrapper feeds its own towers from the batches (its input starts at the
-    # global step training restores); fed, the trainer splits each batch over them.
     wrapper = MultiGpuModel(model_cls, devices=towers,
                             strategy=make_strategy(args, variable_device), optimizer=optimizer,
-                            clip_norm=args.clip_norm or None,
-                            batches=batches if mode == "dataset" else None,
+                            clip_norm=args.clip_norm or None, batches=batches,
                             precision=args.precision, accumulate_steps=args.accumulate,
                             xla=args.xla, **kwargs)
     model_class.check_model(wrapper.models[0], model_cls)
-    validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
-                             args.validate_max, model_cls.DOWNSAMPLE) if val_set else None
+    return wrapper
+
+
+def build_trainer(args, wrapper, batch_for_step, validate, init_from):
+    """The Trainer of the arguments: fed from ``batch_for_step``, or feed-free when it is None
+    (the wrapper's own input feeds the towers, started where the restored global step says)."""
+    feed = None if batch_for_step is not None else {
+        m.training: True for m in wrapper.models if getattr(m, "training", None) is not None}
     # On a cluster the Saver's file writes run where its ops are placed: pin them to
     # worker 0 (the chief's machine) so checkpoints land in this --out on both TF stacks.
     with tf.device("/job:worker/task:0/cpu:0" if args.cluster else None):
-        trainer = Trainer(wrapper, batches if mode == "feed" else None, args.out,
-                          checkpoint_every=args.checkpoint_every, log_every=args.log_every,
-                          validate_every=args.validate_every, validate=validate,
-                          on_nonfinite=args.on_nonfinite,
-                          feed={m.training: True for m in wrapper.models
-                                if getattr(m, "training", None) is not None}
-                          if mode == "dataset" else None,
-                          init_from=init_from)
-    sys.stderr.write("training %s on %d tower(s): %s (%s); %d training images, batch %d%s, "
-                     "%d steps, input %s, augmentation %s%s\n"
-                     % (config["model_class"], len(towers), ", ".join(towers),
-                        wrapper.strategy.describe(),
-                        len(train_set), args.batch_size,
-                        " x %d micro-batches" % args.accumulate if args.accumulate > 1 else "",
-                        steps,
-                        mode, "%g" % args.augment if args.augment else "off",
-                        ", width buckets of %d batches" % args.bucket if args.bucket else ""))
+        return Trainer(wrapper, batch_for_step, args.out,
+                       checkpoint_every=args.checkpoint_every, log_every=args.log_every,
+                       validate_every=args.validate_every, validate=validate,
+                       on_nonfinite=args.on_nonfinite, feed=feed, init_from=init_from)
+
+
+def run_session(args, trainer, target, n_cpus, final_validation):
+    """Train to --stop-at or --steps in a session, then (having reached --steps) run
+    ``final_validation`` (made with a list for the unreadable images' names) and print its
+    figures; the exit code: 128 + the signal that stopped training, else 0."""
     settings = session_config(n_cpus)
     if args.cluster:
         # gRPC waits for a killed or hung task forever, inside C++ where Ctrl-C cannot reach.
@@ -417,26 +479,30 @@ def main_body(argv=None):
     session = tf.Session(target, config=settings)
     try:
         try:
-            final_step = trainer.train(session, min(steps, args.stop_at or steps),
+            final_step = trainer.train(session, min(args.steps, args.stop_at or args.steps),
                                        resume=args.resume)
         except (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
                 tf.errors.AbortedError) as error:
             if not args.cluster:
                 raise
             raise cluster_failure(args, error)
-        if val_set is not None and final_step >= steps:
-            unreadable = []
-            figures = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0,
-                                    model_cls.DOWNSAMPLE, unreadable)(session)
-            report_unreadable(unreadable, len(val_set), args.val)
-            figures["step"] = final_step
-            sys.stderr.write("final validation: word accuracy %.4f, CER %.4f on %d images\n"
-                             % (figures["word_accuracy"], figures["cer"], figures["n"]))
-            print_figures(figures)
+        if final_validation is not None and final_step >= args.steps:
+            report_final_validation(args, final_validation(session), final_step,
+                                    final_validation.unreadable)
     finally:
         close_session(session)  # bounded: a failed input pipeline can hang TF's close
     # Stopped by SIGINT/SIGTERM after saving: 130/143, so scripts see the run did not finish.
     return 128 + trainer.stopped_by if trainer.stopped_by else 0
+
+
+def report_final_validation(args, figures, step, unreadable):
+    """The final validation's figures: a line on stderr, the unreadable images named, and
+    the JSON line on stdout."""
+    figures["step"] = step
+    sys.stderr.write("final validation: word accuracy %.4f, CER %.4f on %d images\n"
+                     % (figures["word_accuracy"], figures["cer"], figures["n"]))
+    report_unreadable(unreadable, figures["n"], args.val)
+    print_figures(figures)
 
 
 main = console_entry(main_body, "crnn-train")

@@ -11,9 +11,11 @@ module adds what the Saver leaves open:
 - writing: ``CheckpointSaver`` never saves NaN/Inf, never replaces a file of an
   existing checkpoint (a damaged one is renamed to ``*.damaged`` first), and
   turns a failed write into one line that keeps the last good checkpoint;
-- a writability check before training, and the run configuration that
-  inference needs to rebuild the model.
+- a writability check before training, the lock that lets one trainer at a time use a run
+  folder, and the run configuration that inference needs to rebuild the model.
 """
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -91,10 +93,12 @@ def atomic_write_text(path, text):
 
 def ensure_writable(directory):
     """Create ``directory`` and prove a file can be written there, or raise a clear error."""
+    # A name of this process's own: two trainers started at once must not remove each other's.
+    probe = os.path.join(directory, ".write-test-%d" % os.getpid())
     try:
         os.makedirs(directory, exist_ok=True)
-        atomic_write_text(os.path.join(directory, ".write-test"), "ok")
-        os.remove(os.path.join(directory, ".write-test"))
+        atomic_write_text(probe, "ok")
+        os.remove(probe)
     except OSError as error:
         raise OSError("cannot write checkpoints to %s: %s. Choose another --out directory or free "
                       "disk space before training." % (directory, error.strerror or error))
@@ -104,6 +108,62 @@ def save_config(run_dir, config):
     """Store the run configuration (model arguments, charset, image width) as JSON."""
     atomic_write_text(os.path.join(run_dir, CONFIG_NAME),
                       json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+# The file in a run folder whose lock its trainer holds (``run_folder_lock``).
+LOCK_NAME = ".crnn-train.lock"
+
+
+class RunFolderInUse(RuntimeError):
+    """Another process holds the run folder's lock: it trains into that folder now."""
+    user_facing = True
+
+
+@contextlib.contextmanager
+def run_folder_lock(run_dir):
+    """Hold the exclusive lock of the run folder ``run_dir`` (which must exist) while the block
+    runs; raise ``RunFolderInUse`` at once, naming the folder, when another process holds it.
+
+    Two trainers in one folder would each save over the other's checkpoints and config.json.
+    The lock is ``flock`` on ``LOCK_NAME``, taken on an open file: the kernel releases it when
+    its holder closes the file or dies in any way, SIGKILL included, so no lock outlives a
+    process. The file holds the holder's process id, for the message.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows has no flock: the folder goes unguarded there, as before
+        yield None
+        return
+    path = os.path.join(run_dir, LOCK_NAME)
+    # "a+": opening must not truncate the id of a holder before the lock says who holds it.
+    with open(path, "a+") as stream:
+        try:
+            fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            raise RunFolderInUse(
+                "another crnn-train%s holds the run folder %s (its lock %s): wait for it to "
+                "end, or choose another --out" % (_holder(path), run_dir, path))
+        stream.seek(0)
+        stream.truncate()
+        stream.write("%d\n" % os.getpid())
+        stream.flush()
+        try:
+            yield path
+        finally:
+            stream.seek(0)
+            stream.truncate()  # a later holder is never named by this one's stale id
+
+
+def _holder(lock_path):
+    """`` (process N)`` of the id in a held lock file, or "" when it holds none yet."""
+    try:
+        with open(lock_path) as stream:
+            text = stream.read().strip()
+    except OSError:
+        return ""
+    return " (process %s)" % text if text.isdigit() else ""
 
 
 # config.json's history of a run trained in parts (--resume): the settings of each part.
