@@ -205,7 +205,9 @@ def test_crnn_train_sync_bn_on_two_towers_trains_like_one_tower(tiny_dataset, tm
     for name in ("synced", "unsynced"):
         shutil.copytree(start, str(tmp_path / name))
     one = run(start, "--towers", "1", "--resume")
-    synced = run(str(tmp_path / "synced"), "--towers", "2", "--sync-bn", "--resume")
+    # Turning sync BN on is a changed setting: said so, and kept in config.json's parts.
+    synced = run(str(tmp_path / "synced"), "--towers", "2", "--sync-bn", "--resume",
+                 "--allow-changed-settings")
     unsynced = run(str(tmp_path / "unsynced"), "--towers", "2", "--resume")
     assert json.load(open(str(tmp_path / "synced" / "config.json")))["sync_bn"] is True
     assert set(one) == set(synced) == set(unsynced) and one["global_step"] == 2
