@@ -55,7 +55,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.datasets.fonts import load_font  # noqa: E402
 from crnn_multigpu.datasets.language import get_language  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
-from page_check import compare_rows, found_row_of, layout_rows, truth_rows  # noqa: E402
+from page_check import (compare_rows, found_row_of, layout_rows, rows_read_exactly,  # noqa: E402
+                        truth_rows)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CHECKPOINT = os.path.join(ROOT, "models", "zh")
@@ -513,14 +514,8 @@ def page_scores(read_rows, truth_rows_):
     read = [FOLD(row) for row in read_rows]
     truth = [FOLD(row) for row in truth_rows_]
     whole_read, whole_truth = "".join(read), "".join(truth)
-    left = collections.Counter(read)
-    exact = 0
-    for row in truth:
-        if left[row] > 0:
-            left[row] -= 1
-            exact += 1
-    return np.array([edit_distance(whole_read, whole_truth), len(whole_truth), exact,
-                     len(truth)], dtype=np.float64)
+    return np.array([edit_distance(whole_read, whole_truth), len(whole_truth),
+                     rows_read_exactly(read, truth), len(truth)], dtype=np.float64)
 
 
 def shown_chars(chars):

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.ocr.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
-from page_check import layout_rows, page_numbers  # noqa: E402
+from page_check import layout_rows, page_numbers, rows_read_exactly  # noqa: E402
 from pdf_words import MARGIN_PT, find_words, word_crop  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -228,14 +228,9 @@ def page_scores(read_lines, truth_lines):
     as_chars = lambda words: "".join(chr(0x100 + vocabulary.setdefault(w, len(vocabulary)))  # noqa
                                      for w in words)
     word_edits = edit_distance(as_chars(read_words), as_chars(truth_words))
-    left = collections.Counter(read_lines)
-    exact = 0
-    for line in truth_lines:
-        if left[line] > 0:
-            left[line] -= 1
-            exact += 1
     return np.array([edit_distance(read_text, truth_text), len(truth_text), word_edits,
-                     len(truth_words), exact, len(truth_lines)], dtype=np.float64)
+                     len(truth_words), rows_read_exactly(read_lines, truth_lines),
+                     len(truth_lines)], dtype=np.float64)
 
 
 def sample_figures(readings, labels, fold=None):

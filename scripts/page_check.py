@@ -16,6 +16,7 @@ ASCII (curly quotes, dashes, ligatures); rows holding other characters the model
 lacks (bullets, arrows) are counted and left out. The PDFs the project reserves are refused. Needs poppler-utils.
 """
 import argparse
+import collections
 import html
 import os
 import re
@@ -93,6 +94,18 @@ def found_row_of(boxes, x, y):
         if box.left <= x < box.right and box.top - grow <= y < box.bottom + grow:
             return box.row
     return None
+
+
+def rows_read_exactly(read_rows, truth_rows):
+    """How many of ``truth_rows`` a row of ``read_rows`` equals, each read row matched once,
+    in any order (an engine that gives no boxes is scored by its text alone)."""
+    left = collections.Counter(read_rows)
+    exact = 0
+    for row in truth_rows:
+        if left[row] > 0:
+            left[row] -= 1
+            exact += 1
+    return exact
 
 
 def compare_rows(boxes, rows):
