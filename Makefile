@@ -4,7 +4,8 @@
 #   make test    - create .venv (TF 2.x) and .venv-tf1 (TF 1.15) and run the suite on both
 PYTHON3 ?= python3
 PY37 ?= $(shell d=$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv); echo $$d/versions/3.7.16/bin/python)
-PYTEST_ARGS ?= -q
+# -p no:randomly: the suite's own order (slow modules first) unless make test-random asks.
+PYTEST_ARGS ?= -q -p no:randomly
 # Test processes (pytest-xdist): the suite's own processes wait on TensorFlow start-ups and
 # subprocesses about half of the time, so one per core keeps the cores busy (at most 4: each
 # holds a TensorFlow of about 1 GB).
@@ -58,6 +59,19 @@ test-tf2: $(VENV2)/.installed test-packages
 
 test-tf1: $(VENV1)/.installed test-packages
 	$(VENV1)/bin/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4 $(PYTEST_ARGS)
+
+# The suite on both stacks in a random order (pytest-randomly, installed into the venvs here: it
+# is no requirement of the package): a new order each run, its seed printed first;
+# RANDOM_SEED=N runs that order again. A test that passes only in the suite's own order fails here.
+ifndef RANDOM_SEED
+RANDOM_SEED := $(shell date +%s)
+endif
+.PHONY: test-random
+test-random: $(VENV2)/.installed $(VENV1)/.installed
+	$(VENV2)/bin/pip install -q "pytest-randomly==3.12.0"
+	$(VENV1)/bin/pip install -q "pytest-randomly==3.12.0"
+	@echo "random order: RANDOM_SEED=$(RANDOM_SEED) runs it again"
+	$(MAKE) test PYTEST_ARGS="-q --randomly-seed=$(RANDOM_SEED)"
 
 # TF 2.x leaves its oneDNN CPU kernels off on some processors (AMD among them); measured here
 # they make the CRNN step ~25 % faster and runs stay repeatable (at the cost of two log lines).
