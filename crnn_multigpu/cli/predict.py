@@ -39,10 +39,10 @@ def build_parser():
 
 def read_page(recognizer, path, picture=None):
     """The text of the page image at ``path``, one line per text line (see crnn_multigpu.ocr.page)."""
-    from crnn_multigpu.datasets.images import open_image
+    from crnn_multigpu.datasets.images import grey_page
     from crnn_multigpu.ocr.inference import read_page_lines
     from crnn_multigpu.ocr.page import draw_lines, page_text
-    page, boxes, texts = read_page_lines(recognizer, open_image(path))
+    page, boxes, texts = read_page_lines(recognizer, grey_page(path))
     if picture:
         from crnn_multigpu.ocr.picture import label_font
         draw_lines(page, boxes, texts, picture, font=label_font(14))

@@ -178,12 +178,7 @@ def load_image(source, height=32, degrade=None):
     image = open_image(source)
     if 0 in image.size:
         raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
-    if image.mode.startswith("I") or image.mode == "F":
-        # Float images can hold NaN or Inf, which would reach the whole batch in the model.
-        finite = np.isfinite(np.asarray(image, dtype=np.float32))
-        if not finite.all():
-            raise ValueError("cannot read image %s: %d of its pixels are NaN or infinite"
-                             % (_describe(source), int(finite.size - finite.sum())))
+    _require_finite(image, source)
     if degrade is not None:
         image = degrade(_luminance(image))
     pixels = to_gray_float(image)
@@ -193,6 +188,30 @@ def load_image(source, height=32, degrade=None):
         pixels = _resize(pixels, width, height)
     pixels = stretch_contrast(make_light_on_dark(pixels))
     return pixels.astype(np.float32, copy=False)
+
+
+def grey_page(source):
+    """A page (a path, bytes or a PIL image of any mode) as 8-bit grey (mode L), converted as
+    word crops and lines are (:func:`to_gray_float`): 16-bit and float images scaled by their
+    values, transparency laid on a contrasting backdrop, palettes and CMYK through RGB. The
+    page reader works on this image, so every mode reads alike.
+
+    Raises ValueError naming the source when it cannot be read or holds NaN or infinite pixels.
+    """
+    image = open_image(source)
+    if 0 in image.size:
+        raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
+    _require_finite(image, source)
+    return _luminance(image)
+
+
+def _require_finite(image, source):
+    """Float images can hold NaN or Inf, which would reach the whole batch in the model."""
+    if image.mode.startswith("I") or image.mode == "F":
+        finite = np.isfinite(np.asarray(image, dtype=np.float32))
+        if not finite.all():
+            raise ValueError("cannot read image %s: %d of its pixels are NaN or infinite"
+                             % (_describe(source), int(finite.size - finite.sum())))
 
 
 def fit_width(pixels, width):

@@ -298,13 +298,15 @@ PAGE_LINES_PER_BATCH = 8
 
 
 def read_page_lines(recognizer, image):
-    """``(page, boxes, texts)`` of a page image (PIL, any mode): the page turned straight
+    """``(page, boxes, texts)`` of a page image (PIL, any mode, brought to grey by
+    :func:`~crnn_multigpu.datasets.images.grey_page`): the page turned straight
     (:func:`crnn_multigpu.ocr.page_layout.deskew`), its columns found, the lines of each found and
     framed by :func:`crnn_multigpu.ocr.page.line_crops`, then read by ``recognizer``. ``boxes``
     are in the straightened ``page``; their rows run column after column, left to right."""
+    from crnn_multigpu.datasets.images import grey_page
     from crnn_multigpu.ocr.page import line_crops
     from crnn_multigpu.ocr.page_layout import deskew, find_columns
-    page, _ = deskew(image)
+    page, _ = deskew(grey_page(image))
     boxes, crops = [], []
     for left, right in find_columns(page):
         column_boxes, column_crops = line_crops(page.crop((left, 0, right, page.height)))

@@ -1,0 +1,75 @@
+"""A page reads alike in every image mode (issue 35): 16-bit, float, RGBA, palette and CMYK pages
+are brought to the same grey page as an 8-bit one before lines are found; NaN pixels are refused."""
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from crnn_multigpu.datasets import find_fonts, load_font
+from crnn_multigpu.datasets.images import grey_page
+from crnn_multigpu.ocr.inference import read_page_lines
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu"
+
+
+class RecordingReader(object):
+    """Stands in for a Recognizer: keeps the line images the page reader hands it."""
+    height = 32
+
+    def __init__(self):
+        self.arrays = None
+
+    def recognize_arrays(self, arrays, batch_size):
+        self.arrays = arrays
+        return ["line %d" % index for index in range(len(arrays))], None
+
+
+@pytest.fixture(scope="module")
+def page():
+    """Six lines of dark print on light paper, 8-bit grey."""
+    font = load_font([f for f in find_fonts([DEJAVU]) if f.endswith("/DejaVuSerif.ttf")][0], 20)
+    image = Image.new("L", (700, 330), 235)
+    draw = ImageDraw.Draw(image)
+    for row in range(6):
+        draw.text((40, 30 + 45 * row), "Line %d of a page, read in every mode." % row,
+                  fill=20, font=font)
+    return image
+
+
+def variants(page):
+    pixels = np.asarray(page)
+    ink = (255 - pixels).astype(np.uint8)
+    rgba = np.zeros(pixels.shape + (4,), np.uint8)
+    rgba[..., 3] = ink  # black print on transparent paper
+    return {"16-bit": Image.fromarray((pixels.astype(np.uint16) * 257)),
+            "float": Image.fromarray(pixels.astype(np.float32) / 255.0),
+            "32-bit integer": Image.fromarray(pixels.astype(np.int32) * 257, mode="I"),
+            "RGBA on transparent paper": Image.fromarray(rgba, mode="RGBA"),
+            "palette": page.convert("P"), "CMYK": page.convert("CMYK"), "RGB": page.convert("RGB")}
+
+
+def lines_of(image):
+    reader = RecordingReader()
+    _, boxes, texts = read_page_lines(reader, image)
+    return boxes, reader.arrays
+
+
+def test_every_mode_gives_the_lines_of_the_grey_page(page):
+    boxes, arrays = lines_of(page)
+    assert len(boxes) == 6
+    for name, image in variants(page).items():
+        got_boxes, got_arrays = lines_of(image)
+        assert got_boxes == boxes, name
+        # The same crops, up to a grey level of rounding (transparency is laid on white paper,
+        # not the page's 235 grey: the crops are contrast-stretched, so they agree all the same).
+        for got, want in zip(got_arrays, arrays):
+            assert got.shape == want.shape and np.abs(got - want).max() < 0.06, name
+
+
+def test_a_page_with_nan_pixels_is_refused_by_name(page, tmp_path):
+    pixels = np.asarray(page).astype(np.float32) / 255.0
+    pixels[100, 200] = np.nan
+    path = str(tmp_path / "nan.tiff")
+    Image.fromarray(pixels).save(path)
+    with pytest.raises(ValueError, match=r"cannot read image .*nan\.tiff: 1 of its pixels are "
+                                         r"NaN or infinite"):
+        grey_page(path)
