@@ -73,3 +73,16 @@ def test_a_page_with_nan_pixels_is_refused_by_name(page, tmp_path):
     with pytest.raises(ValueError, match=r"cannot read image .*nan\.tiff: 1 of its pixels are "
                                          r"NaN or infinite"):
         grey_page(path)
+
+
+def test_a_page_read_as_a_crop_gets_a_hint_to_pass_page(page, tmp_path, capsys):
+    from crnn_multigpu.cli import predict
+    page_path, word_path = str(tmp_path / "page.png"), str(tmp_path / "word.png")
+    page.save(page_path)
+    page.crop((30, 20, 330, 60)).save(word_path)  # one line of it, as a crop
+    assert predict.main([page_path, word_path]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 2  # both still read, as asked
+    assert captured.err.count("note:") == 1, captured.err
+    assert "note: %s looks like a page (6 lines of text) but is read as one word or line: " \
+           "pass --page to read its lines" % page_path in captured.err

@@ -50,6 +50,44 @@ def read_page(recognizer, path, picture=None):
     return page_text(boxes, texts, language=recognizer.language)
 
 
+# An image at least this tall in which the page reader finds at least this many lines of text
+# is a page, not a word or a line: read as a crop it comes out as a character or two.
+PAGE_HINT_MIN_HEIGHT = 100
+PAGE_HINT_ROWS = 3
+
+
+def load_crops(paths, height):
+    """``(readable paths, arrays, failed count)`` of word or line crops; a note on stderr for
+    an unreadable image, and for one that looks like a whole page (read it with --page)."""
+    from crnn_multigpu.datasets import load_image
+    readable, arrays, failed = [], [], 0
+    for path in paths:
+        try:
+            arrays.append(load_image(path, height))
+            readable.append(path)
+        except (ValueError, OSError) as error:
+            failed += 1
+            sys.stderr.write("skipped: %s\n" % error)
+            continue
+        rows = page_rows(path)
+        if rows >= PAGE_HINT_ROWS:
+            sys.stderr.write("note: %s looks like a page (%d lines of text) but is read as one "
+                             "word or line: pass --page to read its lines\n" % (path, rows))
+    return readable, arrays, failed
+
+
+def page_rows(path):
+    """How many lines of text the page reader finds in the image at ``path``; 0 without looking
+    for an image shorter than :data:`PAGE_HINT_MIN_HEIGHT` (a word or line crop)."""
+    from PIL import Image
+    from crnn_multigpu.datasets.images import grey_page
+    from crnn_multigpu.ocr.page import find_lines
+    with Image.open(path) as header:  # the size only: nothing decoded for a crop
+        if header.height < PAGE_HINT_MIN_HEIGHT:
+            return 0
+    return len(set(box.row for box in find_lines(grey_page(path))))
+
+
 def picture_path(picture, index, count):
     """``picture`` for one page; ``name-2.png`` for page 2 of several."""
     if count == 1:
@@ -67,7 +105,6 @@ def main_body(argv=None):
     for picture in pictures:
         refuse_to_overwrite(picture, "--picture", args.overwrite)
     words = lexicon_words(args)
-    from crnn_multigpu.datasets import load_image
     if (args.lines or args.page) and args.model == "words":
         raise ValueError("--model words reads single words of digits and lower case; whole lines "
                          "and pages need the text model (drop --model, or --model text)")
@@ -77,14 +114,7 @@ def main_body(argv=None):
             text = read_page(recognizer, path, pictures[index] if pictures else None)
             sys.stdout.write(("\f" if index else "") + text + "\n")
         return 0
-    readable, arrays, failed = [], [], 0
-    for path in args.images:
-        try:
-            arrays.append(load_image(path, recognizer.height))
-            readable.append(path)
-        except (ValueError, OSError) as error:
-            failed += 1
-            sys.stderr.write("skipped: %s\n" % error)
+    readable, arrays, failed = load_crops(args.images, recognizer.height)
     texts, log_probs = recognizer.read_crops(arrays) if arrays else ([], [])
     for path, text, log_prob in zip(readable, texts, log_probs):
         print("%s\t%s\t%.4f" % (path, text, log_prob) if args.with_prob else "%s\t%s" % (path, text))
