@@ -146,13 +146,11 @@ def test_predict_page_prints_one_line_per_row(tmp_path, capsys):
     path = str(tmp_path / "page.png")
     page.save(path)
     picture = str(tmp_path / "boxes.png")
-    # The word model (fixed width 100, 0-9a-z) reads single words; whole lines are for the
-    # text model. What is tested is the page's shape, and that a word line is read.
-    assert predict.main(["--page", "--checkpoint", SHIPPED_MODELS["words"], path, "--picture",
-                         picture]) == 0
+    # What is tested is the page's shape, and that a one-word line is read.
+    assert predict.main(["--page", path, "--picture", picture]) == 0
     lines = capsys.readouterr().out.rstrip("\n").split("\n")
     assert len(lines) == len(truth) - 1
-    assert lines[[text for text, _ in truth].index("Attributes")] == "attributes"
+    assert lines[[text for text, _ in truth].index("Attributes")] == "Attributes"
     assert Image.open(picture).size == (2 * page.size[0], page.size[1])
 
 
@@ -182,10 +180,14 @@ def test_page_and_lines_without_the_text_model_say_how_to_make_one(tmp_path, cap
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and "error: no --checkpoint given and the shipped model " \
             "is missing from %s" % missing in error and "make train-lines" in error
-    # The word model cannot read lines: said, not tried.
-    assert predict.main(["--page", "--model", "words", path]) == 2
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "need the text model" in error
+    # The word model (128 px wide, no space) cannot read lines: said, not tried, whether it is
+    # named or given by its path.
+    for flags in (["--page", "--model", "words"], ["--lines", "--checkpoint",
+                                                    SHIPPED_MODELS["words"]]):
+        assert predict.main(flags + [path]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and "error: %s needs a model that reads whole lines" \
+            % flags[0] in error and "128 px wide crops of 36 characters" in error, error
     assert LineBox(0, 0, 1, 1, 0).row == 0
 
 

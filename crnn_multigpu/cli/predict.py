@@ -50,6 +50,17 @@ def read_page(recognizer, path, picture=None):
     return page_text(boxes, texts, language=recognizer.language)
 
 
+def require_a_line_reader(recognizer, flag):
+    """Refuse a model that cannot read whole lines: one of fixed-width crops, or without the
+    space (the shipped words model, by --model or by path, is both)."""
+    if recognizer.image_width or " " not in recognizer.charset:
+        raise ValueError("%s needs a model that reads whole lines (any width, a charset with the "
+                         "space); %s reads %s crops of %d characters: use the text model (drop "
+                         "--model and --checkpoint, or --model text)"
+                         % (flag, recognizer.checkpoint, "%d px wide" % recognizer.image_width
+                            if recognizer.image_width else "single-word", len(recognizer.charset)))
+
+
 # An image at least this tall in which the page reader finds at least this many lines of text
 # is a page, not a word or a line: read as a crop it comes out as a character or two.
 PAGE_HINT_MIN_HEIGHT = 100
@@ -105,10 +116,9 @@ def main_body(argv=None):
     for picture in pictures:
         refuse_to_overwrite(picture, "--picture", args.overwrite)
     words = lexicon_words(args)
-    if (args.lines or args.page) and args.model == "words":
-        raise ValueError("--model words reads single words of digits and lower case; whole lines "
-                         "and pages need the text model (drop --model, or --model text)")
     recognizer = chosen_recognizer(args, chosen_run(args), words)
+    if args.lines or args.page:
+        require_a_line_reader(recognizer, "--page" if args.page else "--lines")
     if args.page:
         for index, path in enumerate(args.images):
             text = read_page(recognizer, path, pictures[index] if pictures else None)
