@@ -11,7 +11,7 @@ trains, validates or is chosen on any of it; fixed seeds):
 1. lines cut from the two reserved PDFs of Debian's texlive-lang-chinese (lshort-zh-cn.pdf and
    ctex-faq.pdf, half each): pages drawn with the seed, a few rows a page, rasterised at 150 dpi
    (``pdftoppm -gray``), rows found by the project's own page reader and labelled with the text
-   layer as ``scripts/pdf_training_set.py`` labels them (``page_samples``); rows the charset
+   layer as ``scripts/pdf_training_set.py`` labels them (``page_check.labelled_rows``); rows the charset
    cannot write are left out and counted;
 2. lines of Chinese prose from Debian's manpages-zh (``man -l`` as plain text, cut into
    sentences and windows of at most 30 characters), rendered in the reserved AR PL faces (the
@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.datasets.fonts import load_font  # noqa: E402
 from crnn_multigpu.datasets.language import get_language  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
-from page_check import (compare_rows, found_row_of, layout_rows, rows_read_exactly,  # noqa: E402
+from page_check import (labelled_rows, layout_rows, rows_read_exactly,  # noqa: E402
                         truth_rows)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -271,34 +271,6 @@ def page_count(pdf):
     return 0
 
 
-def cut_page(image, rows, language):
-    """The labelled pieces of one page and those left out, as ``pdf_training_set.page_samples``
-    cuts them: ``(kept [(crop, label)], left out [text], text-layer rows, rows found exactly)``.
-
-    ``rows`` are the text layer's rows (``page_check.truth_rows``) at the image's resolution.
-    A piece of a row the page reader found exactly is labelled with the words whose centres lie
-    in it, joined and spelt as ``language`` writes them; a piece the charset cannot write is
-    left out (and returned, so it is counted)."""
-    from crnn_multigpu.ocr.page import line_crops
-    boxes, crops = line_crops(image)
-    _, _, exact = compare_rows(boxes, rows)
-    kept, left_out = [], []
-    for truth_index, found in sorted(exact.items()):
-        for box, crop in zip(boxes, crops):
-            if box.row != found:
-                continue
-            inside = [text for x, y, text in rows[truth_index]
-                      if found_row_of([box], x, y) is not None]
-            if not inside:
-                continue
-            label = language.label_of(" ".join(inside))
-            if label:
-                kept.append((crop, label))
-            else:
-                left_out.append(language.spell(" ".join(inside)))
-    return kept, left_out, len(rows), len(exact)
-
-
 def pdf_lines(out, pdfs, count, seed, skip_pages=(), dpi=DPI):
     """``(samples [(path, label)], report)``: ``count`` lines cut from ``pdfs`` (an even share
     each) at ``dpi``. Each PDF's body pages (not the title page, nor ``skip_pages``) are visited
@@ -322,9 +294,10 @@ def pdf_lines(out, pdfs, count, seed, skip_pages=(), dpi=DPI):
             with Image.open(raster) as opened:
                 image = opened.convert("L")
             os.remove(raster)  # the crops are what the systems read
-            kept, left_out, rows, exact = cut_page(image, truth_rows(pdf, int(page), dpi), ZH)
+            rows = truth_rows(pdf, int(page), dpi)
+            kept, left_out, exact = labelled_rows(image, rows, ZH)
             report["pages"] += 1
-            report["rows"] += rows
+            report["rows"] += len(rows)
             report["exact"] += exact
             report["pieces"] += len(kept) + len(left_out)
             report["left_out"] += len(left_out)

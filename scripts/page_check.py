@@ -128,6 +128,33 @@ def compare_rows(boxes, rows):
     return covered, sum(len(row) for row in rows), exact
 
 
+def labelled_rows(image, rows, language):
+    """The page's rows the page reader found exactly, cut and labelled by the text layer.
+
+    ``rows`` are the text layer's rows (``truth_rows``) at the image's resolution. Each piece
+    of a row found exactly is labelled with the words whose centres lie in it, joined and spelt
+    as ``language`` (a ``datasets.language.Language``) writes them. Returns ``(kept [(crop,
+    label)], left out [spelt text the charset cannot write], rows found exactly)``, top to
+    bottom."""
+    boxes, crops = line_crops(image)
+    _, _, exact = compare_rows(boxes, rows)
+    kept, left_out = [], []
+    for truth_index, found in sorted(exact.items()):
+        for box, crop in zip(boxes, crops):
+            if box.row != found:
+                continue
+            inside = [text for x, y, text in rows[truth_index]
+                      if found_row_of([box], x, y) is not None]
+            if not inside:
+                continue
+            label = language.label_of(" ".join(inside))
+            if label:
+                kept.append((crop, label))
+            else:
+                left_out.append(language.spell(" ".join(inside)))
+    return kept, left_out, len(exact)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pdf")

@@ -39,8 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.datasets import write_labels  # noqa: E402
 from crnn_multigpu.datasets.fonts import is_reserved  # noqa: E402
 from crnn_multigpu.datasets.language import get_language, language_names  # noqa: E402
-from crnn_multigpu.ocr.page import line_crops  # noqa: E402
-from page_check import compare_rows, found_row_of, truth_rows  # noqa: E402
+from page_check import labelled_rows, truth_rows  # noqa: E402
 from pdf_words import RESERVED_PDFS, fail, find_words, run, word_crop  # noqa: E402
 
 CHECK_PACKAGES = ("/simh/", "/d-itg/", "/camlidl/", "/gutenprint-doc/")
@@ -112,19 +111,8 @@ def page_samples(task):
              "-l", str(page), pdf, prefix], pdf)
         with Image.open(prefix + ".png") as opened:
             image = opened.convert("L")
-    samples = []
-    rows = truth_rows(pdf, page, dpi)
-    boxes, crops = line_crops(image)
-    _, _, exact = compare_rows(boxes, rows)
-    for truth_index, found in exact.items():
-        for box, crop in zip(boxes, crops):
-            if box.row != found:
-                continue
-            inside = [text for x, y, text in rows[truth_index]
-                      if found_row_of([box], x, y) is not None]
-            text = language.label_of(" ".join(inside))
-            if inside and text:
-                samples.append(("line", crop, text))
+    kept, _, _ = labelled_rows(image, truth_rows(pdf, page, dpi), language)
+    samples = [("line", crop, text) for crop, text in kept]
     words = find_words(pdf, page)[2] if words_per_page else []
     for _, box, text in random.Random(seed).sample(words, min(words_per_page, len(words))):
         samples.append(("word", word_crop(image, box, dpi), text))
