@@ -57,12 +57,10 @@ from crnn_multigpu.datasets.language import get_language  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
 from page_check import (labelled_rows, layout_rows, rows_read_exactly,  # noqa: E402
                         truth_rows)
+from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CHECKPOINT = os.path.join(ROOT, "models", "zh")
-RAPIDOCR_PYTHON = os.path.join(ROOT, ".venv-rapidocr", "bin", "python")
-RAPIDOCR_READ = os.path.join(ROOT, "scripts", "rapidocr_read.py")
-RAPIDOCR_NAME = "PP-OCRv4 (rapidocr-onnxruntime %s)"
 INSTALL_COMPARE = "scripts/install_system_packages.sh --compare"
 LSHORT = "/usr/share/doc/texlive-doc/latex/lshort-chinese/lshort-zh-cn.pdf"
 CTEX_FAQ = "/usr/share/doc/texlive-doc/latex/ctex-faq/ctex-faq.pdf"
@@ -97,17 +95,6 @@ def tesseract_languages():
     return set(line.strip() for line in listed.splitlines()[1:] if line.strip())
 
 
-def rapidocr_ready(python=RAPIDOCR_PYTHON):
-    """True when ``python`` (the PP-OCR venv's) finds rapidocr_onnxruntime (found, not
-    imported: an import loads onnxruntime and OpenCV, a second of start-up)."""
-    if not os.access(python, os.X_OK):
-        return False
-    probe = "import importlib.util, sys; " \
-            "sys.exit(importlib.util.find_spec('rapidocr_onnxruntime') is None)"
-    return subprocess.run([python, "-c", probe], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL).returncode == 0
-
-
 def missing_peers(languages, rapidocr_found):
     """What to install for the peers, one entry each: ``languages`` as
     :func:`tesseract_languages` gives them, ``rapidocr_found`` as :func:`rapidocr_ready`."""
@@ -117,7 +104,7 @@ def missing_peers(languages, rapidocr_found):
     elif "chi_sim" not in languages:
         missing.append("Tesseract's chi_sim model (%s)" % INSTALL_COMPARE)
     if not rapidocr_found:
-        missing.append("PP-OCRv4's venv .venv-rapidocr (make venv-rapidocr)")
+        missing.append(MISSING)
     return missing
 
 
@@ -153,49 +140,6 @@ class Tesseract(object):
         """The non-empty rows Tesseract reads on a page, tidied."""
         return [ZH.tidy(line) for line in self.read(path, self.page_psm).splitlines()
                 if line.strip()]
-
-
-class PaddleOcr(object):
-    """PP-OCRv4 through scripts/rapidocr_read.py in .venv-rapidocr: one process per call."""
-
-    def __init__(self, python=RAPIDOCR_PYTHON):
-        self.python, self.version = python, "?"
-
-    @property
-    def name(self):
-        """The column heading: the model and the package version that ran it."""
-        return RAPIDOCR_NAME % self.version
-
-    def run(self, mode, paths, scratch):
-        """``(records in the order of paths, wall seconds of the whole process)``."""
-        listing = os.path.join(scratch, "rapidocr-%s.txt" % mode)
-        with open(listing, "w", encoding="utf-8") as handle:
-            handle.write("".join(path + "\n" for path in paths))
-        started = time.time()
-        done = subprocess.run([self.python, RAPIDOCR_READ, "--mode", mode, "--list", listing],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        seconds = time.time() - started
-        if done.returncode != 0:
-            fail("PP-OCRv4 (scripts/rapidocr_read.py) failed: %s" % (
-                done.stderr.decode("utf-8", "replace").strip().splitlines() or ["?"])[-1])
-        records = [json.loads(line) for line in done.stdout.decode("utf-8").splitlines()
-                   if line.startswith("{")]
-        self.version = records[0].get("version", self.version)
-        by_path = dict((record["path"], record) for record in records[1:])
-        return [by_path[path] for path in paths], seconds
-
-    def read_lines(self, paths, scratch):
-        """Texts of line images (recogniser only) and the seconds of reading them (its start-up
-        left out, as the project's is for lines)."""
-        records, _ = self.run("line", paths, scratch)
-        return [ZH.tidy(record["text"]) for record in records], \
-            sum(record["seconds"] for record in records)
-
-    def read_pages(self, paths, scratch):
-        """Rows of each page (pieces joined as Chinese joins them) and the wall seconds."""
-        records, seconds = self.run("page", paths, scratch)
-        return [[ZH.join_pieces(pieces) for pieces in record["rows"]] for record in records], \
-            seconds
 
 
 class Project(object):
@@ -601,9 +545,10 @@ def read_line_sets(sets, project, tesseract, paddle, scratch):
         readings["tesseract"].append(tesseract.read_lines(paths))
         seconds["project"] += middle - started
         seconds["tesseract"] += time.time() - middle
-        texts, wall = paddle.read_lines(paths, scratch)
-        readings["paddle"].append(texts)
-        seconds["paddle"] += wall
+        # PP-OCR's start-up left out, as the project's is for lines.
+        paddle_read = paddle.read("line", paths, scratch)
+        readings["paddle"].append(paddle_read.texts)
+        seconds["paddle"] += sum(paddle_read.seconds)
     total = max(1, sum(len(samples) for samples in sets))
     return readings, dict((name, value / total) for name, value in seconds.items())
 
@@ -613,8 +558,9 @@ def read_pages(pages, project, tesseract, paddle, scratch):
     the project's in ``project.startup``, PP-OCR's in its process)."""
     totals = dict((name, np.zeros(4)) for name in ("project", "tesseract", "paddle"))
     seconds = dict((name, 0.0) for name in totals)
-    paddle_rows, seconds["paddle"] = paddle.read_pages([path for path, _, _ in pages], scratch)
-    for (path, truth, name), theirs_paddle in zip(pages, paddle_rows):
+    paddle_read = paddle.read("page", [path for path, _, _ in pages], scratch)
+    seconds["paddle"] = paddle_read.wall
+    for (path, truth, name), theirs_paddle in zip(pages, paddle_read.texts):
         started = time.time()
         ours = project.read_page(path)
         middle = time.time()
@@ -667,7 +613,7 @@ def main(argv=None):
         print("man-page lines: %d from %d man pages, in %d faces" % (
             len(rendered), man_read, len(faces)), file=sys.stderr)
         page_set = whole_pages(scratch, pages)
-        tesseract, paddle = Tesseract(args.page_psm), PaddleOcr()
+        tesseract, paddle = Tesseract(args.page_psm), PaddleOcr(ZH.tidy, ZH.join_pieces)
         project = Project(args.checkpoint)
         readings, line_seconds = read_line_sets([cut, rendered], project, tesseract, paddle,
                                                 scratch)

@@ -13,9 +13,9 @@ vertical centres (:func:`page_rows`) and each row's pieces are given left to rig
 
 Output, one JSON object a line: first ``{"version": ..., "startup": seconds}``, then per image
 ``{"path", "seconds"}`` with ``"text"`` (line) or ``"rows"`` (page: a list of rows, each a list of
-the texts of its pieces). scripts/compare_chinese.py runs it and joins the pieces as the
-language joins them. This file needs nothing but the standard library until ``main`` runs, so
-the project's tests import :func:`page_rows` without rapidocr.
+the texts of its pieces). scripts/pp_ocr.py runs it for both side-by-side scripts, which join
+the pieces as their language joins them. This file needs nothing but the standard library until
+``main`` runs, so the project's tests import :func:`page_rows` without rapidocr.
 """
 import argparse
 import json

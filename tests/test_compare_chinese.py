@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "scripts"))
 import compare_chinese as compare  # noqa: E402
 import rapidocr_read  # noqa: E402
+from fake_pp_ocr import SECONDS, line_images, use_fake_runner  # noqa: E402
 
 
 def box(left, top, right, bottom):
@@ -45,6 +46,16 @@ def test_a_box_more_than_half_a_line_lower_starts_a_new_row():
 def test_a_recogniser_only_result_is_its_text():
     assert rapidocr_read.line_text([["你好", 0.98]]) == "你好"
     assert rapidocr_read.line_text(None) == ""
+
+
+def test_pp_ocr_pieces_join_as_chinese_joins_them(tmp_path):
+    # The shared reader (scripts/pp_ocr.py) as compare_chinese builds it, through a fake runner.
+    reader = use_fake_runner(compare.PaddleOcr(compare.ZH.tidy, compare.ZH.join_pieces),
+                             tmp_path, rows=[["如果", "file", "可以存取"], ["第二行 "]])
+    pages = reader.read("page", line_images(tmp_path, ["", ""]), str(tmp_path))
+    assert pages.texts == [["如果file可以存取", "第二行"]] * 2
+    lines = reader.read("line", line_images(tmp_path, [" 你 好 world ", "x"]), str(tmp_path))
+    assert lines.texts == ["你好world", "x"] and lines.seconds == [SECONDS, SECONDS]
 
 
 def test_readings_differing_only_in_spaces_and_full_width_forms_score_as_exact():
