@@ -5,9 +5,11 @@ import subprocess
 import editdistance
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from crnn_multigpu.cli import predict
+from crnn_multigpu.datasets.fonts import load_font
+from crnn_multigpu.ocr.page import ink_mask
 from crnn_multigpu.ocr.page_layout import MIN_SKEW, deskew, estimate_skew, find_columns
 from test_page import DEJAVU, REAL_PAGE, pdf_text_rows
 from text_pdf import write_text_pdf
@@ -126,3 +128,43 @@ def test_one_column_pages_are_not_split(real_page, tmp_path):
     write_text_pdf(pdf, options, DEJAVU + "DejaVuSansMono.ttf", size=9)
     page = rasterise(pdf, tmp_path, 110, "options")
     assert find_columns(page) == [(0, page.width)]
+
+
+# A ragged-right left column: one line longer than all others (one row in 13: fewer than the
+# 8 % of rows allowed to cross a gutter, so the strip nearly no row crosses begins inside it).
+RAGGED_LEFT = ["The old harbour had", "two stone watch towers", "and a long wall", "where boats",
+               "came in at dusk", "with nets and", "baskets of fish.", "Gulls circled the",
+               "grey roofs", "all day long", "and the keepers", "lit lamps at night",
+               "for the ships."]
+RAGGED_RIGHT = ["Inland the road", "climbed through", "fields of barley", "and low hedges",
+                "to the market", "town where the", "fish were sold", "before noon on",
+                "every weekday", "except in the", "worst storms", "of the winter", "months."]
+
+
+def ragged_two_column_page(gutter=50):
+    """Two ragged-right columns in DejaVu Serif, 20 px, the right one ``gutter`` px after the
+    end of the left one's longest line; ``(page, x where the right column starts)``."""
+    font = load_font(DEJAVU + "DejaVuSerif.ttf", 20)
+    right = 40 + max(int(font.getbbox(line)[2]) for line in RAGGED_LEFT) + gutter
+    width = right + max(int(font.getbbox(line)[2]) for line in RAGGED_RIGHT) + 40
+    page = Image.new("L", (width, 60 + 32 * len(RAGGED_LEFT)), 255)
+    draw = ImageDraw.Draw(page)
+    for row, (left_line, right_line) in enumerate(zip(RAGGED_LEFT, RAGGED_RIGHT)):
+        draw.text((40, 30 + 32 * row), left_line, fill=0, font=font)
+        draw.text((right, 30 + 32 * row), right_line, fill=0, font=font)
+    return page, right
+
+
+def test_a_ragged_right_column_is_cut_at_its_gutter_not_inside_its_longest_line(tmp_path,
+                                                                                capsys):
+    page, right = ragged_two_column_page()
+    inked = np.nonzero(ink_mask(page).any(axis=0))[0]
+    gutter = (inked[inked < right][-1] + 1, right)  # no ink: the longest line's end to the
+    assert gutter[1] - gutter[0] >= 48              # right column (anti-aliased edges aside)
+    (_, cut), (resume, _) = find_columns(page)
+    assert gutter[0] <= cut < resume <= gutter[1], (cut, resume, gutter)
+    # Every word of the left column read whole: its 13 lines exactly, then the right column.
+    # (Cut inside "towers", its "rs" went to no column and "towe" was read.)
+    read = read_page(page, tmp_path, capsys)
+    assert read[:len(RAGGED_LEFT)] == RAGGED_LEFT, list(zip(read, RAGGED_LEFT))
+    assert cer(read[len(RAGGED_LEFT):], RAGGED_RIGHT) <= 0.02, read

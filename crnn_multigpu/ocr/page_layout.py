@@ -10,13 +10,15 @@ is refined around its best angle. :func:`deskew` turns the page back by that ang
 least two glyph heights wide and between a fifth and four fifths of the page's width, that
 are empty in nearly every row of text (a heading across both columns may cross one), between
 columns of about equal width that each hold text in at least 30 % of the rows (an option
-list's labels beside their descriptions are one column, read row by row). Lines are then
-found in each column on its own, and read column after column.
+list's labels beside their descriptions are one column, read row by row). The cut is the
+widest run of pixel columns inside such a strip that no text row crosses (the fewest, under a
+heading): a ragged-right column's longest lines reach into the strip, and are not cut. Lines
+are then found in each column on its own, and read column after column.
 """
 import numpy as np
 from PIL import Image
 
-from crnn_multigpu.ocr.page import glyph_height, ink_mask, paper_grey, row_bands
+from crnn_multigpu.ocr.page import _runs, glyph_height, ink_mask, paper_grey, row_bands
 
 MAX_SKEW = 5.0          # degrees searched either way
 COARSE_STEP = 0.25      # degrees
@@ -75,6 +77,17 @@ def deskew(image):
     return grey.rotate(-angle, resample=Image.BICUBIC, fillcolor=paper), angle
 
 
+def _cleanest_run(crossing, start, end):
+    """``(start, end)`` of the widest run of pixel columns in ``[start, end)`` crossed by the
+    fewest text rows. A gutter's strip may begin inside the longest lines of a ragged-right
+    column (few rows reach that far); cut there, they lose their last letters. The columns no
+    row crosses (or, under a heading across the page, the fewest) are the gutter itself."""
+    strip = crossing[start:end]
+    runs = _runs(strip == strip.min())
+    left, right = max(runs, key=lambda run: run[1] - run[0])
+    return start + left, start + right
+
+
 def find_columns(image):
     """``[(left, right)]``: the page's columns of text, left to right (one for most pages)."""
     ink = ink_mask(image.convert("L"))
@@ -88,16 +101,9 @@ def find_columns(image):
     for top, bottom in bands:
         crossing += ink[top:bottom].any(axis=0)
     crossing /= len(bands)
-    free = crossing <= GUTTER_INK
-    cuts, start = [], None
-    for x in range(width + 1):
-        if x < width and free[x]:
-            start = x if start is None else start
-            continue
-        if start is not None and x - start >= GUTTER_WIDTH * glyph and \
-                0.2 * width < (start + x) / 2.0 < 0.8 * width:
-            cuts.append((start, x))
-        start = None
+    cuts = [_cleanest_run(crossing, start, end) for start, end in _runs(crossing <= GUTTER_INK)
+            if end - start >= GUTTER_WIDTH * glyph and
+            0.2 * width < (start + end) / 2.0 < 0.8 * width]
     if not cuts:
         return [(0, width)]
     columns, left = [], 0
