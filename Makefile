@@ -82,18 +82,9 @@ train: $(VENV2)/.installed system-packages
 train-lines: $(VENV2)/.installed system-packages
 	TF_ENABLE_ONEDNN_OPTS=$${TF_ENABLE_ONEDNN_OPTS:-1} $(VENV2)/bin/python -m crnn_multigpu.cli.main_job --lines --out $(LINE_RUN) --towers $(TOWERS) --steps $(LINE_STEPS)
 
-# Side by side with Tesseract 5 on the reserved type families and PDFs (about 25 minutes).
-compare: $(VENV2)/.installed
-	scripts/install_system_packages.sh --compare
-	$(VENV2)/bin/python scripts/compare_tesseract.py
-
-# The Chinese model beside Tesseract 5 chi_sim and PP-OCRv4 on reserved material
-# (scripts/compare_chinese.py; ZH_MODEL: its run or model folder; ZH_COMPARE_ARGS=--quick: a
-# smoke run). PP-OCRv4 (pip's rapidocr-onnxruntime, its ONNX models inside the wheel) lives in
-# .venv-rapidocr only: no dependency of the package or of `make test`.
+# PP-OCRv4, the peer of both side-by-side checks (pip's rapidocr-onnxruntime, its ONNX models
+# inside the wheel), lives in .venv-rapidocr only: no dependency of the package or of `make test`.
 VENVR := .venv-rapidocr
-ZH_MODEL ?= models/zh
-ZH_COMPARE_ARGS ?=
 .PHONY: venv-rapidocr compare-zh
 
 $(VENVR)/.installed:
@@ -102,6 +93,19 @@ $(VENVR)/.installed:
 	touch $@
 
 venv-rapidocr: $(VENVR)/.installed
+
+# Side by side with Tesseract 5 and PP-OCRv4 on the reserved type families and PDFs
+# (COMPARE_ARGS=--quick: a smoke run).
+COMPARE_ARGS ?=
+compare: $(VENV2)/.installed $(VENVR)/.installed
+	scripts/install_system_packages.sh --compare
+	$(VENV2)/bin/python scripts/compare_tesseract.py $(COMPARE_ARGS)
+
+# The Chinese model beside Tesseract 5 chi_sim and PP-OCRv4 on reserved material
+# (scripts/compare_chinese.py; ZH_MODEL: its run or model folder; ZH_COMPARE_ARGS=--quick: a
+# smoke run).
+ZH_MODEL ?= models/zh
+ZH_COMPARE_ARGS ?=
 
 compare-zh: $(VENV2)/.installed $(VENVR)/.installed
 	scripts/install_system_packages.sh --compare

@@ -1,4 +1,4 @@
-"""The project's OCR and Tesseract 5 side by side, on the same images; one table.
+"""The project's OCR beside Tesseract 5 and PP-OCRv4, on the same images; one table.
 
 Usage::
 
@@ -13,13 +13,18 @@ by poppler at 110, 150 and 300 dpi and in a scanner's look (300 dpi, a slight ro
 noise, grey paper). The truth of a PDF is poppler's text layer (``pdftotext -bbox-layout``),
 its typographic characters spelt in ASCII.
 
-Both systems read exactly the same image files: the project through its library (one process,
+All systems read exactly the same image files: the project through its library (one process,
 its start-up counted once), Tesseract (``tesseract``, Debian's ``tesseract-ocr`` and
 ``tesseract-ocr-eng``; a comparison tool, never a dependency of the package) one process per
 image as its command line is used: ``--psm 8`` for a word, ``--psm 7`` for a line, ``--psm 4``
-for a page (one column of lines). Words are scored lower-cased with only letters and digits
-(the word sets are case-blind); lines and pages exactly (CER, WER, rows exactly right).
-Install the material with ``scripts/install_system_packages.sh --compare``.
+for a page (one column of lines); PP-OCRv4 (pip's rapidocr-onnxruntime 1.4.4 in its own venv,
+``make venv-rapidocr``; read through ``scripts/pp_ocr.py``) one process per material, its
+start-up counted once: words and lines by its recogniser alone, pages by its whole pipeline
+(detection, orientation, recognition; the boxes put into rows, a row's pieces joined by a space).
+The peers' output is spelt as the truth is (typographic characters in ASCII, spaces tidied);
+full-width forms PP-OCR may write stay as written. Words are scored lower-cased with only
+letters and digits (the word sets are case-blind); lines and pages exactly (CER, WER, rows
+exactly right). Install the material with ``scripts/install_system_packages.sh --compare``.
 """
 import argparse
 import collections
@@ -41,6 +46,7 @@ from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
 from page_check import layout_rows, page_numbers, rows_read_exactly  # noqa: E402
 from pdf_words import MARGIN_PT, find_words, word_crop  # noqa: E402
+from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The reserved PDFs (Debian libtasn1-doc, shared-mime-info, python-reportlab-doc) and pages.
@@ -56,7 +62,7 @@ def fail(message):
     sys.exit("error: " + message)
 
 
-# ----- the two readers -------------------------------------------------------------------
+# ----- the readers -----------------------------------------------------------------------
 
 class Tesseract(object):
     """Tesseract's command line, one process per image (as a user runs it)."""
@@ -81,14 +87,12 @@ class Tesseract(object):
         return self.read_before[path, psm]
 
     def text(self, path, psm):
-        """The text read, its typographic characters spelt in ASCII as the truth's are (the
-        project's models write ASCII), spaces tidied."""
-        return tidy(ascii_spelling(self.read(path, psm)))
+        """The text read, :func:`spelt` as the truth is."""
+        return spelt(self.read(path, psm))
 
     def lines(self, path, psm):
-        """Non-empty lines of the text read, spelt and tidied as ``text``."""
-        return [tidy(ascii_spelling(line)) for line in self.read(path, psm).splitlines()
-                if line.strip()]
+        """Non-empty lines of the text read, :func:`spelt`."""
+        return [spelt(line) for line in self.read(path, psm).splitlines() if line.strip()]
 
 
 class Project(object):
@@ -107,7 +111,7 @@ class Project(object):
         return recognizer.read_crops(arrays)[0]
 
     def read_page(self, path):
-        from crnn_multigpu.ocr.inference import read_page_lines
+        from crnn_multigpu.ocr.page_reader import read_page_lines
         from crnn_multigpu.ocr.page import page_text
         with Image.open(path) as image:
             _, boxes, texts = read_page_lines(self.lines, image)
@@ -116,6 +120,20 @@ class Project(object):
 
 def tidy(text):
     return re.sub(r"\s+", " ", text).strip()
+
+
+def spelt(text):
+    """A peer's text as the truth is written: typographic characters spelt in ASCII (the
+    project's models write ASCII), spaces tidied."""
+    return tidy(ascii_spelling(text))
+
+
+def english_pp_ocr():
+    """PP-OCRv4 writing as Tesseract's output is written here (:func:`spelt`), a page row's
+    pieces joined by a space; stops with one line when its venv is missing."""
+    if not rapidocr_ready():
+        fail("missing %s; it reads beside the project and Tesseract" % MISSING)
+    return PaddleOcr(spelt, " ".join)
 
 
 # ----- material --------------------------------------------------------------------------
@@ -241,75 +259,117 @@ def sample_figures(readings, labels, fold=None):
 
 # ----- the comparison --------------------------------------------------------------------
 
-def side_by_side(samples, ours, theirs, path, count=14):
-    """A PNG of lines where the two readings differ: the crop, the truth, both readings
-    (green when exactly right, red when not)."""
+def side_by_side(samples, readings, path, count=14):
+    """A PNG of lines the systems read differently: the crop, the truth and each system's
+    reading (``readings``: ``[(system, texts)]``), green when exactly right, red when not."""
     from PIL import ImageDraw
     from crnn_multigpu.ocr.picture import label_font
     font = label_font(15)
-    chosen = [i for i in range(len(samples)) if ours[i] != theirs[i]][:count]
+    chosen = [i for i in range(len(samples))
+              if len(set(texts[i] for _, texts in readings)) > 1][:count]
+    names = ["truth"] + [name for name, _ in readings]
+    label = max(len(name) for name in names) + 1
     rows, width = [], 0
     for i in chosen:
         crop = Image.open(samples[i][0]).convert("L")
         crop = crop.resize((max(1, int(crop.width * 36.0 / crop.height)), 36))
-        rows.append((crop, samples[i][1], ours[i], theirs[i]))
-        width = max(width, crop.width, 14 + 9 * max(len(samples[i][1]), len(ours[i]),
-                                                    len(theirs[i])) + 110)
-    canvas = Image.new("RGB", (min(width, 1400), sum(36 + 3 * 20 + 12 for _ in rows) or 1),
-                       "white")
+        texts = [samples[i][1]] + [texts[i] for _, texts in readings]
+        rows.append((crop, texts))
+        width = max(width, crop.width, 14 + 9 * (label + max(len(text) for text in texts)))
+    block = 38 + 20 * len(names) + 12
+    canvas = Image.new("RGB", (min(width, 1400), block * len(rows) or 1), "white")
     draw, y = ImageDraw.Draw(canvas), 0
-    for crop, truth, mine, other in rows:
+    for crop, texts in rows:
         canvas.paste(crop.convert("RGB"), (0, y))
         y += 38
-        for name, text in (("truth", truth), ("project", mine), ("Tesseract", other)):
-            colour = (0, 0, 0) if name == "truth" else (0, 120, 0) if text == truth else (190, 0, 0)
-            draw.text((4, y), "%-10s %s" % (name, text), fill=colour, font=font)
+        for name, text in zip(names, texts):
+            colour = (0, 0, 0) if name == "truth" else (0, 120, 0) if text == texts[0] else \
+                (190, 0, 0)
+            draw.text((4, y), "%-*s %s" % (label, name, text), fill=colour, font=font)
             y += 20
         y += 12
     canvas.save(path)
     print("wrote %s" % path, file=sys.stderr)
 
 
-def compare_samples(title, samples, project_read, tesseract, psm, fold, picture=None):
-    paths, labels = [p for p, _ in samples], [t for _, t in samples]
-    ours = project_read(paths)
+def peer_readings(paths, psm, tesseract, paddle, scratch):
+    """``[(system, texts)]`` of the two peers on crops: Tesseract with ``psm``, PP-OCR by its
+    recogniser alone (one process for all the crops)."""
     theirs = [tesseract.text(path, psm) for path in paths]
+    paddle_texts = paddle.read("line", paths, scratch).texts
+    return [(tesseract.version, theirs), ("PP-OCRv4", paddle_texts)]
+
+
+def compare_samples(title, samples, readings, fold, picture=None):
+    """Figures (``text_metrics``) of each system's readings of ``samples`` (``readings``:
+    ``[(system, texts)]``), all scored alike against the labels, folded with ``fold``."""
+    labels = [text for _, text in samples]
     if picture:
-        side_by_side(samples, ours, theirs, picture)
-    rows = [sample_figures(ours, labels, fold), sample_figures(theirs, labels, fold)]
-    print("%s: n=%d  project %.1f %% exact, CER %.2f %%  |  Tesseract %.1f %% exact, CER %.2f %%"
-          % (title, len(samples), 100 * rows[0]["word_accuracy"], 100 * rows[0]["cer"],
-             100 * rows[1]["word_accuracy"], 100 * rows[1]["cer"]), file=sys.stderr)
+        side_by_side(samples, readings, picture)
+    rows = [sample_figures(texts, labels, fold) for _, texts in readings]
+    print("%s: n=%d  %s" % (title, len(samples), "  |  ".join(
+        "%s %.1f %% exact, CER %.2f %%" % (name, 100 * row["word_accuracy"], 100 * row["cer"])
+        for (name, _), row in zip(readings, rows))), file=sys.stderr)
     return rows
 
 
-def compare_pages(pdfs, project, tesseract, scratch, seed):
-    """Per look: summed page scores of both systems, and their seconds per page."""
+def compare_pages(pdfs, project, tesseract, paddle, scratch, seed):
+    """Per look: summed page scores (a row per system: project, Tesseract, PP-OCR), each
+    system's seconds per page (start-ups spread over all pages), and the number of pages."""
     rng = np.random.RandomState(seed)
-    totals = dict((look, [np.zeros(6), np.zeros(6)]) for look in PAGE_LOOKS)
-    seconds = dict((look, [0.0, 0.0]) for look in PAGE_LOOKS)
     pages = [(pdf, page) for pdf, spec in pdfs for page in page_numbers(spec)]
+    images = []
     for pdf, page in pages:
-        truth = [text for _, text in row_texts(pdf, page) if text]
         for look in PAGE_LOOKS:
             dpi = 300 if look == "scanned" else int(look.split()[0])
             path = rasterise(pdf, page, dpi, os.path.join(scratch, "%s-%d-%s" % (
                 os.path.basename(pdf), page, look.replace(" ", ""))))
             if look == "scanned":
                 scanned_look(path, rng)
-            started = time.time()
-            ours = project.read_page(path)
-            middle = time.time()
-            theirs = tesseract.lines(path, 4)
-            seconds[look][0] += middle - started
-            seconds[look][1] += time.time() - middle
-            totals[look][0] += page_scores(ours, truth)
-            totals[look][1] += page_scores(theirs, truth)
-        figures = totals[PAGE_LOOKS[1]]
-        print("page %s:%d read (150 dpi so far: project %d, Tesseract %d of %d rows exactly)"
-              % (os.path.basename(pdf), page, figures[0][4], figures[1][4], figures[0][5]),
-              file=sys.stderr)
-    return totals, seconds, len(pages)
+            images.append((pdf, page, look, path))
+    # PP-OCR reads every page in one process, as the project does.
+    paddle_read = paddle.read("page", [path for _, _, _, path in images], scratch)
+    totals = dict((look, np.zeros((3, 6))) for look in PAGE_LOOKS)
+    seconds = dict((look, np.zeros(3)) for look in PAGE_LOOKS)
+    truths = {}
+    for index, (pdf, page, look, path) in enumerate(images):
+        if (pdf, page) not in truths:
+            truths[pdf, page] = [text for _, text in row_texts(pdf, page) if text]
+        started = time.time()
+        ours = project.read_page(path)
+        middle = time.time()
+        theirs = tesseract.lines(path, 4)
+        seconds[look] += (middle - started, time.time() - middle, paddle_read.seconds[index])
+        for system, rows in enumerate((ours, theirs, paddle_read.texts[index])):
+            totals[look][system] += page_scores(rows, truths[pdf, page])
+        if look == PAGE_LOOKS[-1]:
+            figures = totals[PAGE_LOOKS[1]]
+            print("page %s:%d read (150 dpi so far, rows exactly right of %d: project %d, "
+                  "Tesseract %d, PP-OCR %d)" % (os.path.basename(pdf), page, figures[0][5],
+                                                figures[0][4], figures[1][4], figures[2][4]),
+                  file=sys.stderr)
+    print("start-ups: project %.1f s, PP-OCR %.1f s" % (project.startup, paddle_read.startup),
+          file=sys.stderr)
+    startups = np.array((project.startup, 0.0, paddle_read.startup)) / len(PAGE_LOOKS)
+    per_page = dict((look, (seconds[look] + startups) / len(pages)) for look in PAGE_LOOKS)
+    return totals, per_page, len(pages)
+
+
+def table_lines(systems, table):
+    """The comparison as markdown: a row per figure (``table``: material -> ``[(figure,
+    [a value per system], n)]``), a column per system, the best value of a row in bold."""
+    lines = ["| material | figure | %s | n |" % " | ".join(systems),
+             "|---|---|%s---|" % ("---|" * len(systems))]
+    for material, rows in table.items():
+        for name, values, n in rows:
+            lower_better = name in ("CER", "WER") or name.startswith("seconds")
+            as_text = (lambda v: "%.2f" % v) if name.startswith("seconds") else \
+                (lambda v: "%.2f %%" % (100 * v)) if name in ("CER", "WER") else \
+                (lambda v: "%.1f %%" % (100 * v))
+            best = min(values) if lower_better else max(values)
+            cells = [("**%s**" if value == best else "%s") % as_text(value) for value in values]
+            lines.append("| %s | %s | %s | %d |" % (material, name, " | ".join(cells), n))
+    return lines
 
 
 def main(argv=None):
@@ -322,7 +382,7 @@ def main(argv=None):
     parser.add_argument("--lines", type=int, default=300, help="lines cut from the PDFs")
     parser.add_argument("--quick", action="store_true", help="100 words, 100 lines, 1 page a PDF")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--picture", help="a PNG of PDF lines the two systems read differently")
+    parser.add_argument("--picture", help="a PNG of PDF lines the systems read differently")
     args = parser.parse_args(argv)
     pdfs = [tuple(spec.rsplit(":", 1)) if ":" in spec else (spec, "1") for spec in args.pdf] \
         if args.pdf else list(RESERVED_PAGES)
@@ -333,7 +393,7 @@ def main(argv=None):
     if args.quick:
         args.words = args.lines = 100
         pdfs = [(pdf, pages.split("-")[0]) for pdf, pages in pdfs]
-    tesseract = Tesseract()
+    tesseract, paddle = Tesseract(), english_pp_ocr()
     project = Project(args.word_model, args.line_model)
     table = collections.OrderedDict()
     with tempfile.TemporaryDirectory() as scratch:
@@ -341,46 +401,33 @@ def main(argv=None):
         for title, samples in (("words rendered in %d reserved faces" % faces, rendered),
                                ("words cut from the PDFs, 110 dpi",
                                 cut_pdf_words(scratch, pdfs, args.words, args.seed))):
-            word_model = compare_samples(title + " (word model)", samples,
-                                         lambda p: project.read_words(project.words, p),
-                                         tesseract, 8, FOLD)
-            text_model = compare_samples(title + " (text model)", samples,
-                                         lambda p: project.read_words(project.lines, p),
-                                         tesseract, 8, FOLD)
-            table[title] = [("word accuracy, word model", word_model[0]["word_accuracy"],
-                             word_model[1]["word_accuracy"], len(samples)),
-                            ("word accuracy, line model", text_model[0]["word_accuracy"],
-                             text_model[1]["word_accuracy"], len(samples))]
+            paths = [path for path, _ in samples]
+            peers = peer_readings(paths, 8, tesseract, paddle, scratch)
+            table[title] = []
+            for model, recognizer in (("word model", project.words), ("line model", project.lines)):
+                figures = compare_samples("%s (%s)" % (title, model), samples, [
+                    ("project", project.read_words(recognizer, paths))] + peers, FOLD)
+                table[title].append(("word accuracy, %s" % model,
+                                     [row["word_accuracy"] for row in figures], len(samples)))
         lines = cut_pdf_lines(scratch, pdfs, args.lines, args.seed)
-        figures = compare_samples("lines cut from the PDFs, 150 dpi", lines,
-                                  lambda p: project.read_words(project.lines, p),
-                                  tesseract, 7, None, picture=args.picture)
+        paths = [path for path, _ in lines]
+        figures = compare_samples("lines cut from the PDFs, 150 dpi", lines, [
+            ("project", project.read_words(project.lines, paths))] +
+            peer_readings(paths, 7, tesseract, paddle, scratch), None, picture=args.picture)
         table["lines cut from the PDFs, 150 dpi"] = [
-            ("lines exactly right", figures[0]["word_accuracy"], figures[1]["word_accuracy"],
-             len(lines)),
-            ("CER", figures[0]["cer"], figures[1]["cer"], len(lines))]
-        totals, seconds, n_pages = compare_pages(pdfs, project, tesseract, scratch, args.seed)
+            ("lines exactly right", [row["word_accuracy"] for row in figures], len(lines)),
+            ("CER", [row["cer"] for row in figures], len(lines))]
+        totals, seconds, n_pages = compare_pages(pdfs, project, tesseract, paddle, scratch,
+                                                 args.seed)
     for look in PAGE_LOOKS:
-        ours, theirs = totals[look]
+        scores = totals[look]
         table["pages, %s" % look] = [
-            ("CER", ours[0] / ours[1], theirs[0] / theirs[1], n_pages),
-            ("WER", ours[2] / ours[3], theirs[2] / theirs[3], n_pages),
-            ("rows exactly right", ours[4] / ours[5], theirs[4] / theirs[5], int(ours[5])),
-            ("seconds per page", seconds[look][0] / n_pages + project.startup / n_pages
-             / len(PAGE_LOOKS), seconds[look][1] / n_pages, n_pages)]
-    print("| material | figure | this project | %s | n |" % tesseract.version)
-    print("|---|---|---|---|---|")
-    for material, rows in table.items():
-        for name, ours, theirs, n in rows:
-            as_text = (lambda v: "%.2f" % v) if name.startswith("seconds") else \
-                (lambda v: "%.2f %%" % (100 * v)) if name in ("CER", "WER") else \
-                (lambda v: "%.1f %%" % (100 * v))
-            better = (ours <= theirs) if name in ("CER", "WER") or name.startswith("seconds") \
-                else (ours >= theirs)
-            print("| %s | %s | %s%s | %s | %d |" % (material, name, as_text(ours),
-                                                    "" if better else " (behind)",
-                                                    as_text(theirs), n))
-    print("pages: %s; project start-up %.1f s, counted once over all pages"
+            ("CER", scores[:, 0] / scores[:, 1], n_pages),
+            ("WER", scores[:, 2] / scores[:, 3], n_pages),
+            ("rows exactly right", scores[:, 4] / scores[:, 5], int(scores[0, 5])),
+            ("seconds per page", seconds[look], n_pages)]
+    print("\n".join(table_lines(["this project", tesseract.version, paddle.name], table)))
+    print("pages: %s; start-ups counted once over all pages (project %.1f s)"
           % (", ".join("%s %s" % (os.path.basename(p), s) for p, s in pdfs), project.startup))
     return 0
 

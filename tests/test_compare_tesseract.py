@@ -1,14 +1,18 @@
-"""The side-by-side check's own arithmetic (scripts/compare_tesseract.py): page scores and
-the scanner's look. Tesseract itself is not needed here (a comparison tool, not a dependency)."""
+"""The side-by-side check's own arithmetic (scripts/compare_tesseract.py): page scores, the
+scanner's look, the three columns (project, Tesseract, PP-OCRv4) scored alike, and the table.
+Tesseract and PP-OCRv4 themselves are not needed here (comparison tools, not dependencies): a
+fake stands in for PP-OCR's runner, and for Tesseract and the project where a page is read."""
 import os
 import sys
 
 import numpy as np
+import pytest
 from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "scripts"))
 import compare_tesseract as compare  # noqa: E402
+from fake_pp_ocr import SECONDS, STARTUP, line_images, use_fake_runner  # noqa: E402
 from test_page import DEJAVU  # noqa: E402
 from text_pdf import write_text_pdf  # noqa: E402
 
@@ -44,3 +48,107 @@ def test_the_scanned_look_turns_blurs_and_greys_the_page(tmp_path):
     assert abs(angle) <= 0.5 and scanned.shape == (300, 400)
     assert 180 < np.median(scanned) < 240  # grey paper
     assert scanned[:, :40].std() > 3  # noise
+
+
+def english_reader(monkeypatch, folder, rows=(), fail=""):
+    """compare_tesseract's PP-OCR reader, its venv taken as there, reading through the fake."""
+    monkeypatch.setattr(compare, "rapidocr_ready", lambda: True)
+    return use_fake_runner(compare.english_pp_ocr(), folder, rows, fail)
+
+
+def test_pp_ocr_without_its_venv_stops_with_one_line_saying_make_venv_rapidocr(monkeypatch):
+    monkeypatch.setattr(compare, "rapidocr_ready", lambda: False)
+    with pytest.raises(SystemExit) as stopped:
+        compare.english_pp_ocr()
+    message = str(stopped.value.code)
+    assert message.startswith("error: ") and "\n" not in message
+    assert ".venv-rapidocr" in message and "make venv-rapidocr" in message
+
+
+def test_pp_ocr_output_is_spelt_as_tesseracts_in_the_order_asked(tmp_path, monkeypatch):
+    reader = english_reader(monkeypatch, tmp_path)
+    paths = line_images(tmp_path, ["\u201cQuoted\u201d  text \u2014 here ", "second\n"])
+    read = reader.read("line", paths, str(tmp_path))
+    assert read.texts == ['"Quoted" text -- here', "second"]
+    assert read.texts == [compare.spelt(text) for text in ["\u201cQuoted\u201d  text \u2014 here ",
+                                                            "second\n"]]
+    assert read.seconds == [SECONDS, SECONDS] and read.startup == STARTUP
+    assert reader.name == "PP-OCRv4 (rapidocr-onnxruntime fake)"
+
+
+def test_a_failing_pp_ocr_run_stops_with_its_last_error_line(tmp_path, monkeypatch):
+    reader = english_reader(monkeypatch, tmp_path, fail="RuntimeError: no model")
+    with pytest.raises(SystemExit) as stopped:
+        reader.read("line", line_images(tmp_path, ["x"]), str(tmp_path))
+    assert str(stopped.value.code) == \
+        "error: PP-OCRv4 (scripts/rapidocr_read.py) failed: RuntimeError: no model"
+
+
+def test_crops_give_a_column_per_system_scored_alike(tmp_path, monkeypatch):
+    samples = [(str(tmp_path / "a.png"), "Hello"), (str(tmp_path / "b.png"), "world")]
+    readings = [("project", ["Hello", "word"]), ("tesseract", ["hello", "world"]),
+                ("PP-OCRv4", ["Hello,", "World"])]
+    rows = compare.compare_samples("words", samples, readings, compare.FOLD)
+    assert [row["word_accuracy"] for row in rows] == [0.5, 1.0, 1.0]  # case-blind, alnum only
+    exact = compare.compare_samples("lines", samples, readings, None)
+    assert [row["word_accuracy"] for row in exact] == [0.5, 0.5, 0.0]
+    assert exact[2]["cer"] == compare.sample_figures(readings[2][1], ["Hello", "world"])["cer"]
+
+
+class FakeProject(object):
+    """Reads the first row of a page right and misses the second."""
+    startup = 2.0
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def read_page(self, path):
+        return self.rows[:1]
+
+
+class FakeTesseract(object):
+    """Reads the second row of a page right and the first with one wrong character."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def lines(self, path, psm):
+        assert psm == 4
+        return [self.rows[0].replace("l", "1", 1)] + self.rows[1:]
+
+
+def test_pages_are_scored_for_each_of_the_three_systems(tmp_path, monkeypatch):
+    rows = ["A first line of text.", "Then a second one, after a gap."]
+    pdf = str(tmp_path / "made.pdf")
+    # A small page: its 300 dpi scan stays small.
+    write_text_pdf(pdf, rows, DEJAVU + "DejaVuSerif.ttf", size=11, page=(230, 70), margin=10)
+    # PP-OCR finds each row in two pieces, and no space at either end.
+    reader = english_reader(monkeypatch, tmp_path, rows=[["A first line", "of text. "],
+                                                         ["Then a second one,", "after a gap."]])
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    totals, seconds, n_pages = compare.compare_pages([(pdf, "1")], FakeProject(rows),
+                                                     FakeTesseract(rows), reader, str(scratch), 0)
+    truth = compare.page_scores(rows, rows)
+    assert n_pages == 1 and sorted(totals) == sorted(compare.PAGE_LOOKS)
+    for look in compare.PAGE_LOOKS:
+        project, tesseract, paddle = totals[look]
+        assert paddle.tolist() == truth.tolist()  # rows joined: the text layer's rows exactly
+        assert tesseract.tolist() == compare.page_scores(FakeTesseract(rows).lines("", 4),
+                                                         rows).tolist()
+        assert (project[4], tesseract[4], paddle[4]) == (1, 1, 2)
+        # Seconds per page: PP-OCR's as it reported them, its start-up spread over the looks.
+        assert seconds[look][2] == pytest.approx(SECONDS + STARTUP / len(compare.PAGE_LOOKS))
+        assert seconds[look][0] >= FakeProject.startup / len(compare.PAGE_LOOKS)
+
+
+def test_the_table_has_a_column_per_system_and_the_best_in_bold():
+    table = {"lines": [("lines exactly right", [0.933, 0.827, 0.95], 300),
+                       ("CER", [0.002, 0.0048, 0.003], 300)],
+             "pages, 150 dpi": [("seconds per page", [0.65, 1.69, 20.0], 11)]}
+    lines = compare.table_lines(["this project", "tesseract 5.3.0", "PP-OCRv4"], table)
+    assert lines[:2] == ["| material | figure | this project | tesseract 5.3.0 | PP-OCRv4 | n |",
+                         "|---|---|---|---|---|---|"]
+    assert lines[2:] == ["| lines | lines exactly right | 93.3 % | 82.7 % | **95.0 %** | 300 |",
+                         "| lines | CER | **0.20 %** | 0.48 % | 0.30 % | 300 |",
+                         "| pages, 150 dpi | seconds per page | **0.65** | 1.69 | 20.00 | 11 |"]
