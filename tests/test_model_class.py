@@ -175,10 +175,14 @@ def test_the_flag_names_a_class_the_config_cannot(run, tiny_dataset, tmp_path):
                                                           tiny_dataset])
     assert code == code_original == 0
     assert figures_of(moved) == figures_of(original)
-    # Another class than the run's: its own check of the recorded arguments names the file.
+    # Another class than the run's: the line says which the run was trained with (issue 35:
+    # it blamed config.json), and why the other cannot read it (its check of the arguments).
     line = one_error_line(*run_tool(evaluate.main, argv + [
         "--model-class", "crnn_multigpu.ocr.crnn:CRNN"])[::2])
-    assert line == "error: %s: model 'lstm_units' must be a positive whole number, got None" % path
+    assert line == ("error: %s was trained with moved.away:SmallConvCTC (its config.json says so) "
+                    "but --model-class names crnn_multigpu.ocr.crnn:CRNN, which cannot read it "
+                    "(model 'lstm_units' must be a positive whole number, got None); drop "
+                    "--model-class, or name the class the run was trained with" % copy)
 
 
 BAD_CLASSES = {

@@ -30,7 +30,7 @@ from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.wrapper.devices import (close_session, cpu_devices, session_config, tower_devices,
                                    visible_gpus)
-from crnn_multigpu.ocr.inference import decode_rows, evaluate_dataset, tower_outputs
+from crnn_multigpu.ocr.inference import evaluate_dataset, read_batch
 from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS
 from crnn_multigpu.wrapper.towers import MultiGpuModel
 from crnn_multigpu.runtime.training import Trainer
@@ -350,17 +350,16 @@ def input_mode(args):
     return args.input or ("feed" if args.cluster else "dataset")
 
 
-def make_validate(wrapper, dataset, charset, width, batch_size, limit, width_multiple,
+def make_validate(wrapper, dataset, charset, width, batch_size, limit, model_cls,
                   unreadable=None):
     """A callable (session, step) -> figures over the first ``limit`` (0: all) validation
-    images, read by the training graph's towers (batches padded to ``width_multiple``): the
-    loop of crnn-evaluate, so an unreadable image counts as a wrong, empty reading and its
-    name goes to the list ``unreadable`` when given."""
+    images, read by the training graph's towers of ``model_cls`` (batches padded to a multiple
+    of its DOWNSAMPLE): the loop of crnn-evaluate, so an unreadable image counts as a wrong,
+    empty reading and its name goes to the list ``unreadable`` when given."""
     def validate(session, step=None):
         def recognize(arrays):
-            batch = make_batch(arrays, None, charset, width, width_multiple)
-            outputs = tower_outputs(session, wrapper, batch, lambda model: [model.predict])
-            return [text for values in outputs for text in decode_rows(charset, values[0])]
+            batch = make_batch(arrays, None, charset, width, model_cls.DOWNSAMPLE)
+            return read_batch(session, wrapper, batch, charset, model_cls)[0]
         return evaluate_dataset(dataset, recognize, batch_size, limit=limit or None,
                                 unreadable=unreadable)[0]
     validate.unreadable = unreadable
@@ -417,7 +416,7 @@ def train_run(args, charset, model_cls, config):
     wrapper = build_towers(args, model_cls, config, towers, variable_device,
                            batches if mode == "dataset" else None)
     validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
-                             args.validate_max, model_cls.DOWNSAMPLE) if val_set else None
+                             args.validate_max, model_cls) if val_set else None
     trainer = build_trainer(args, wrapper, batches if mode == "feed" else None, validate,
                             init_from)
     sys.stderr.write("training %s on %d tower(s): %s (%s); %d training images, batch %d%s, "
@@ -428,7 +427,7 @@ def train_run(args, charset, model_cls, config):
                         args.steps, mode, "%g" % args.augment if args.augment else "off",
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
     final = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0,
-                          model_cls.DOWNSAMPLE, []) if val_set else None
+                          model_cls, []) if val_set else None
     return run_session(args, trainer, target, n_cpus, final)
 
 
@@ -445,7 +444,7 @@ def build_towers(args, model_cls, config, towers, variable_device, batches):
 
     # sync_bn only when asked for: a model class without batch norm need not take it.
     kwargs = dict(config["model"], **({"sync_bn": True} if args.sync_bn else {}))
-    wrapper = MultiGpuModel(model_cls, devices=towers,
+    wrapper = MultiGpuModel(model_class.guarded(model_cls), devices=towers,
                             strategy=make_strategy(args, variable_device), optimizer=optimizer,
                             clip_norm=args.clip_norm or None, batches=batches,
                             precision=args.precision, accumulate_steps=args.accumulate,

@@ -32,14 +32,33 @@ log = logging.getLogger(__name__)
 def tower_outputs(session, towers, batch, fetch):
     """Run ``fetch(model)`` (a list of tensors) of each tower of the
     :class:`~crnn_multigpu.wrapper.towers.MultiGpuModel` ``towers`` on its shard of ``batch``, in
-    inference mode; the values per tower, in batch order. A batch of fewer images than
-    towers uses as many towers as it has images."""
+    inference mode; ``(images in the shard, values)`` per tower, in batch order. A batch of
+    fewer images than towers uses as many towers as it has images."""
     models = towers.models[:count_examples(batch)]
-    fetches, feed = [], {}
+    fetches, feed, sizes = [], {}, []
     for model, shard in zip(models, split_batch(batch, len(models))):
         fetches.append(fetch(model))
         feed.update(model.feed_dict(shard, training=False))
-    return session.run(fetches, feed)
+        sizes.append(count_examples(shard))
+    return list(zip(sizes, session.run(fetches, feed)))
+
+
+def read_batch(session, towers, batch, charset, model_cls, frames=False):
+    """``(texts, log probabilities, per-image frame log-probabilities or None)`` of ``batch``
+    read by the towers of ``model_cls`` (its outputs checked where they are first used:
+    ``model_class.check_outputs``). ``frames`` also fetches ``log_probs_per_frame``."""
+    def fetch(model):
+        return [model.predict, model.log_prob] + (
+            [model.log_probs_per_frame, model.seq_lengths] if frames else [])
+    texts, log_probs, per_image = [], [], []
+    for images, values in tower_outputs(session, towers, batch, fetch):
+        model_class.check_outputs(model_cls, images, predict=values[0], log_prob=values[1])
+        texts.extend(decode_rows(charset, values[0]))
+        log_probs.extend(float(p) for p in values[1])
+        if frames:
+            per_frame, lengths = values[2], values[3]  # [T, B, C], [B]
+            per_image.extend(per_frame[:n, i] for i, n in enumerate(lengths))
+    return texts, log_probs, per_image if frames else None
 
 
 def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_examples=0,
@@ -176,23 +195,39 @@ class Recognizer(object):
         beam = {"beam_width": beam_width} if beam_width > 1 else {}
         self.graph = tf.Graph()
         with self.graph.as_default():
-            self.towers = MultiGpuModel(self.model_cls, devices=first_devices(towers),
-                                        strategy=strategy, train=False,
-                                        **dict(self.config["model"], **beam))
-            self.model = self.towers.models[0]  # the plain model
-            model_class.check_model(self.model, self.model_cls)
-            self.height = getattr(self.model, "height", 32)  # 32: the datasets' image height
-            mismatch = variables_mismatch(self.checkpoint, self.towers.model_variables)
-            if mismatch:
-                raise ValueError("checkpoint %s %s, as %s describes it: that config.json "
-                                 "belongs to another model; restore the run's own"
-                                 % (self.checkpoint, mismatch,
-                                    os.path.join(run_dir, "config.json")))
-            saver = tf.train.Saver(self.towers.model_variables)
+            saver = self._build(run_dir, towers, strategy, beam)
         self.session = tf.Session(graph=self.graph, config=session_config(towers))
         saver.restore(self.session, self.checkpoint)
         self.session.run(self.towers.post_init_op)
         log.info("restored %s", self.checkpoint)
+
+    def _build(self, run_dir, towers, strategy, beam):
+        """Build the towers into the current graph; the Saver of the model's variables. A class
+        named instead of the run's own that cannot build or restore it is refused as such."""
+        config_path = os.path.join(run_dir, CONFIG_NAME)
+        another = model_class.path_of(self.model_cls) != self.config.get("model_class",
+                                                                          model_class.DEFAULT)
+        try:
+            self.towers = MultiGpuModel(model_class.guarded(self.model_cls),
+                                        devices=first_devices(towers), strategy=strategy,
+                                        train=False, **dict(self.config["model"], **beam))
+            self.model = self.towers.models[0]  # the plain model
+            model_class.check_model(self.model, self.model_cls)
+        except (ValueError, TypeError) as error:
+            if not another:
+                raise
+            why = getattr(error, "what", None) or model_class.describe(error)
+            raise model_class.trained_with_another(self.config, config_path, self.model_cls, why)
+        mismatch = variables_mismatch(self.checkpoint, self.towers.model_variables)
+        if mismatch and another:
+            raise model_class.trained_with_another(self.config, config_path, self.model_cls,
+                                                   "checkpoint %s %s" % (self.checkpoint, mismatch))
+        if mismatch:
+            raise ValueError("checkpoint %s %s, as %s describes it: that config.json belongs to "
+                             "another model; restore the run's own"
+                             % (self.checkpoint, mismatch, config_path))
+        self.height = getattr(self.model, "height", 32)  # 32: the datasets' image height
+        return tf.train.Saver(self.towers.model_variables)
 
     @property
     def time_steps(self):
@@ -205,17 +240,7 @@ class Recognizer(object):
 
         The batch is split over the towers (fewer when it has fewer images than towers).
         """
-        def fetch(model):
-            return [model.predict, model.log_prob] + (
-                [model.log_probs_per_frame, model.seq_lengths] if frames else [])
-        texts, log_probs, per_image = [], [], []
-        for values in tower_outputs(self.session, self.towers, batch, fetch):
-            texts.extend(decode_rows(self.charset, values[0]))
-            log_probs.extend(float(p) for p in values[1])
-            if frames:
-                per_frame, lengths = values[2], values[3]  # [T, B, C], [B]
-                per_image.extend(per_frame[:n, i] for i, n in enumerate(lengths))
-        return texts, log_probs, per_image if frames else None
+        return read_batch(self.session, self.towers, batch, self.charset, self.model_cls, frames)
 
     def frame_log_probs(self, batch):
         """Per-image log-probabilities ``[T_i, num_classes]`` (valid frames; blank last)."""

@@ -31,13 +31,22 @@ Instance attributes
   ``training`` (a bool placeholder, fed True while training), ``height`` (the image height,
   default 32, the datasets'), ``log_probs_per_frame`` ([T, B, N]) and ``seq_lengths`` ([B])
   for ``--lexicon``, ``error`` (logged while training).
+
+When a hook fails (``__init__``, ``feed_dict`` or ``check_config`` raises, ``predict`` or
+``log_prob`` gives another shape) the tools stop with one line naming the class, the hook and
+what it raised or gave (``ModelClassError``), not a traceback from inside the class.
 """
+import contextlib
 import importlib
 import inspect
 import logging
+import os
 
-__all__ = ["DEFAULT", "check_model", "default_size", "from_config", "load", "path_of", "sizes",
-           "time_steps"]
+import numpy as np
+
+__all__ = ["DEFAULT", "ModelClassError", "check_model", "check_outputs", "default_size",
+           "describe", "from_config", "guarded", "load", "path_of", "sizes", "time_steps",
+           "trained_with_another"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +54,74 @@ DEFAULT = "crnn_multigpu.ocr.crnn:CRNN"
 # What a built model must have for the tools (see the module docstring).
 INSTANCE_ATTRIBUTES = ("images", "widths", "predict", "log_prob")
 SEE = "see crnn_multigpu.ocr.model_class"
+# The outputs the tools read: {name: (rank, numpy kinds, what they need, for a batch of b)}.
+OUTPUTS = {"predict": (2, "iu", "whole numbers of shape [{b}, L] (class ids padded with -1)"),
+           "log_prob": (1, "f", "floats of shape [{b}] (a log probability per image)")}
+
+
+class ModelClassError(ValueError):
+    """A model class's hook failed, or gave what the tools cannot use: the message is one line
+    naming the class (``module:Class``), the hook, what went wrong and what to do; ``what`` is
+    the middle part alone ("its feed_dict raised KeyError: 'images'")."""
+
+    def __init__(self, cls, what):
+        ValueError.__init__(self, "model class %s: %s; fix the class (%s) or name another with "
+                                  "--model-class" % (path_of(cls), what, SEE))
+        self.what = what
+
+
+def describe(error):
+    """``error`` in a few words: its type and the first line of its message (``sys.exit(3)``
+    for a SystemExit)."""
+    if isinstance(error, SystemExit):
+        return "sys.exit(%r)" % (error.code,)
+    text = str(error).strip()
+    return type(error).__name__ + (": " + text.splitlines()[0] if text else "")
+
+
+@contextlib.contextmanager
+def _hook(cls, hook_name, passing=()):
+    """Run the body, a call of ``cls``'s hook ``hook_name``: whatever it raises (a user's class
+    may raise anything, or call sys.exit) becomes one ModelClassError naming both, but for the
+    exceptions ``passing``, the hook's way of refusing by contract."""
+    try:
+        yield
+    except (ModelClassError,) + passing:
+        raise
+    except (Exception, SystemExit) as error:  # noqa: B902 (a user's class may raise anything)
+        raise ModelClassError(cls, "its %s %s %s" % (
+            hook_name, "called" if isinstance(error, SystemExit) else "raised", describe(error)))
+
+
+def guarded(cls):
+    """``cls`` as the tools build it: a callable taking its constructor's keyword arguments (what
+    ``MultiGpuModel`` calls once per tower), whose ``__init__`` and instances' ``feed_dict`` fail
+    as ``_hook`` says rather than with a traceback from inside the class."""
+    def build(**kwargs):
+        with _hook(cls, "__init__"):
+            model = cls(**kwargs)
+        feed_dict = model.feed_dict
+
+        def checked_feed_dict(*args, **kwargs):
+            with _hook(cls, "feed_dict"):
+                return feed_dict(*args, **kwargs)
+        model.feed_dict = checked_feed_dict
+        return model
+    build.__name__ = cls.__name__
+    return build
+
+
+def check_outputs(cls, images, **values):
+    """Raise ModelClassError unless the ``values`` of the outputs (``predict=``, ``log_prob=``) a
+    tower of ``cls`` gave for ``images`` images have the shapes and kinds the tools read."""
+    for name, value in sorted(values.items()):
+        value = np.asarray(value)
+        rank, kinds, need = OUTPUTS[name]
+        if value.ndim != rank or value.shape[0] != images or value.dtype.kind not in kinds:
+            raise ModelClassError(cls, "its %s gave shape %s (%s) for a batch of %d image(s); "
+                                       "the tools need %s" % (name, list(value.shape),
+                                                              value.dtype, images,
+                                                              need.format(b=images)))
 
 
 def load(spec):
@@ -57,10 +134,10 @@ def load(spec):
         raise ValueError("must be module:Class (e.g. %s), got %r" % (DEFAULT, spec))
     try:
         module = importlib.import_module(module_name)
-    except Exception as error:  # noqa: B902 (a user's module may raise anything on import)
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise ValueError("%s: cannot import module %s (%s%s)" % (
-            spec, module_name, type(error).__name__, ": " + reason if reason else ""))
+    except (Exception, SystemExit) as error:  # noqa: B902 (a module may raise or exit on import)
+        reason = describe(error)
+        raise ValueError("%s: cannot import module %s (%s)" % (spec, module_name, (
+            "it calls %s on import" % reason) if isinstance(error, SystemExit) else reason))
     if not hasattr(module, class_name):
         raise ValueError("%s: module %s has no %r" % (spec, module_name, class_name))
     cls = getattr(module, class_name)
@@ -126,18 +203,51 @@ def from_config(config, path, override=None):
         except ValueError as error:
             raise ValueError("%s names model class %s; %s: make it importable, or name the class "
                              "(--model-class, Recognizer(model_cls=...))" % (path, recorded, error))
-    check = getattr(cls, "check_config", None)
-    if check is not None:
-        try:
-            check(config["model"])
-        except ValueError as error:
-            raise ValueError("%s: %s" % (path, error))
+    refusal = _config_refusal(cls, config)
+    if refusal is not None and path_of(cls) != recorded:
+        raise trained_with_another(config, path, cls, refusal)
+    if refusal is not None:
+        raise ValueError("%s: %s" % (path, refusal))
     return cls
 
 
+def _config_refusal(cls, config):
+    """Why ``cls``'s ``check_config`` hook refuses the keyword arguments ``config`` records (the
+    ValueError it raises by contract), or None; any other failure is a ModelClassError."""
+    check = getattr(cls, "check_config", None)
+    if check is None:
+        return None
+    try:
+        with _hook(cls, "check_config", passing=(ValueError,)):
+            check(config["model"])
+    except ModelClassError:
+        raise
+    except ValueError as error:
+        return str(error).strip().splitlines()[0] if str(error).strip() else describe(error)
+    return None
+
+
+def trained_with_another(config, path, cls, why):
+    """The ValueError for a run (its configuration ``config`` read from ``path``) that ``cls``,
+    a class named instead of the one it was trained with, cannot read: ``why`` says why."""
+    return ValueError("%s was trained with %s (its config.json says so) but --model-class names "
+                      "%s, which cannot read it (%s); drop --model-class, or name the class the "
+                      "run was trained with" % (os.path.dirname(path) or ".",
+                                                config.get("model_class", DEFAULT), path_of(cls),
+                                                why))
+
+
 def check_model(model, cls):
-    """Raise TypeError unless the built ``model`` has every attribute the tools read."""
+    """Raise TypeError unless the built ``model`` has every attribute the tools read, and
+    ModelClassError when the graph already shows an output of the wrong rank or kind (what
+    it cannot show, ``check_outputs`` checks when the tools first read the values)."""
     missing = [name for name in INSTANCE_ATTRIBUTES if getattr(model, name, None) is None]
     if missing:
         raise TypeError("%s builds a model without %s, which the tools read (%s)"
                         % (path_of(cls), ", ".join(missing), SEE))
+    for name, (rank, kinds, need) in sorted(OUTPUTS.items()):
+        shape, dtype = getattr(model, name).shape, getattr(model, name).dtype
+        if shape.ndims not in (None, rank) or np.dtype(dtype.as_numpy_dtype).kind not in kinds:
+            raise ModelClassError(cls, "its %s is %s of shape %s in the graph; the tools need %s"
+                                  % (name, dtype.name, shape.as_list() if shape.ndims is not None
+                                     else "unknown", need.format(b="B")))
