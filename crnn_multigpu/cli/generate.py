@@ -15,9 +15,11 @@ import sys
 import time
 
 from crnn_multigpu.cli.common import (ArgumentParser, add_font_arguments, console_entry,
-                                      non_negative_int, positive_int, setup_logging, unit_float)
+                                      non_negative_int, output_folder, positive_int,
+                                      setup_logging, unit_float)
 from crnn_multigpu.datasets.fonts import FONT_SIDES
 from crnn_multigpu.datasets.language import DEFAULT_LANGUAGE, get_language, language_names
+from crnn_multigpu.files import make_folder
 
 
 
@@ -27,7 +29,8 @@ def build_parser():
         description="Render synthetic text-line images with their labels, in the folder format "
                     "(images/*.png + labels.txt) or the crnn.pytorch LMDB format.")
     output = parser.add_argument_group("where and how the images are written")
-    output.add_argument("--out", metavar="DIR", help="output folder (required unless --list-fonts)")
+    output.add_argument("--out", metavar="DIR", type=output_folder,
+                        help="output folder (required unless --list-fonts)")
     output.add_argument("--list-fonts", action="store_true",
                         help="list the font families found, with their side of the split, and exit")
     output.add_argument("--count", type=positive_int, default=1000, metavar="N",
@@ -165,8 +168,10 @@ def main_body(argv=None):
         samples = generator.iterate(args.start, args.count)
         if every:
             samples = with_progress(samples, args.count, every)
-        write_lmdb(args.out, samples, overwrite=True)
+        make_folder(args.out)
+        # The charset first: data.mdb, which makes the folder a dataset, only when complete.
         charset.to_file(os.path.join(args.out, "charset.txt"))
+        write_lmdb(args.out, samples, overwrite=True)
     seconds = time.time() - started
     processes = args.workers if args.format == "folder" else 1
     print("wrote %d images to %s (%s format, %d fonts) in %.1f s: %.0f images/s with %d "

@@ -16,6 +16,7 @@ import time
 
 from crnn_multigpu.ocr.charset import describe_rejections, filter_labels
 from crnn_multigpu.datasets.images import UNREADABLE, load_image, scaled_width
+from crnn_multigpu.files import make_folder, write_text, written_whole
 
 log = logging.getLogger(__name__)
 LABELS_FILE = "labels.txt"
@@ -65,13 +66,12 @@ def read_labels(labels_path):
 
 
 def write_labels(root, entries, name=LABELS_FILE):
-    """Write ``(relative_path, text)`` pairs to ``root/labels.txt`` (or ``name``); returns its path."""
-    if not os.path.isdir(root):
-        os.makedirs(root)
+    """Write ``(relative_path, text)`` pairs to ``root/labels.txt`` (or ``name``), whole or not at
+    all (:func:`~crnn_multigpu.files.write_text`); returns its path."""
+    make_folder(root)
     labels_path = os.path.join(root, name)
-    with io.open(labels_path, "w", encoding="utf-8", newline="\n") as handle:
-        for relative_path, text in entries:
-            handle.write(format_label_line(relative_path, text))
+    write_text(labels_path, "".join(format_label_line(relative_path, text)
+                                    for relative_path, text in entries))
     return labels_path
 
 
@@ -207,7 +207,8 @@ def _render_slice(job):
     entries = []
     for index, (image, text) in enumerate(generator.iterate(start, count), start):
         relative = "images/%09d.png" % index
-        image.save(os.path.join(out_dir, relative), compress_level=1)
+        with written_whole(os.path.join(out_dir, relative)) as temporary:
+            image.save(temporary, compress_level=1)
         entries.append((relative, text))
     return entries
 
@@ -215,15 +216,17 @@ def _render_slice(job):
 def write_dataset(out_dir, generator, count, start=0, progress=True, every=1000, workers=1):
     """Render ``count`` samples of ``generator`` (a ``SyntheticTextGenerator``) into ``out_dir``.
 
-    Writes ``images/000000123.png`` (named by sample index), ``labels.txt``
-    (renamed into place only when complete) and ``charset.txt``. With
+    Writes ``charset.txt``, ``images/000000123.png`` (named by sample index) and, last,
+    ``labels.txt``: the folder is a dataset only when complete. Every file is written whole
+    or not at all, and one that cannot be written (full disk, permissions) is one
+    :class:`~crnn_multigpu.files.WriteError` naming it. With
     ``workers`` > 1, slices of the index range are rendered in that many
     processes (samples are a function of their index, so the result is the
     same). Returns a dict with ``count``, ``seconds`` and ``images_per_second``.
     """
     image_dir = os.path.join(out_dir, "images")
-    if not os.path.isdir(image_dir):
-        os.makedirs(image_dir)
+    make_folder(image_dir)
+    generator.charset.to_file(os.path.join(out_dir, "charset.txt"))
     started = time.time()
     chunk = max(1, min(every or 1000, -(-count // max(1, workers))))
     jobs = [(out_dir, generator, first, min(chunk, start + count - first))
@@ -245,8 +248,6 @@ def write_dataset(out_dir, generator, count, start=0, progress=True, every=1000,
         if pool is not None:
             pool.close()
             pool.join()
-    partial = write_labels(out_dir, entries, name=LABELS_FILE + ".partial")
-    os.replace(partial, os.path.join(out_dir, LABELS_FILE))
-    generator.charset.to_file(os.path.join(out_dir, "charset.txt"))
+    write_labels(out_dir, entries)
     seconds = time.time() - started
     return {"count": count, "seconds": seconds, "images_per_second": count / max(seconds, 1e-9)}

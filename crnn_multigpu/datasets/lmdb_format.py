@@ -12,6 +12,7 @@ import os
 import threading
 
 from crnn_multigpu.datasets.folder import LabelledImageDataset
+from crnn_multigpu.files import make_folder, require_space, written_whole
 from crnn_multigpu.datasets.images import load_image
 
 NUM_SAMPLES_KEY = b"num-samples"
@@ -207,34 +208,59 @@ def write_lmdb(path, samples, overwrite=False, map_size=1 << 36, commit_every=10
     PIL images are stored as PNG. Returns the number of samples written.
     ``map_size`` is the largest the database may grow (64 GiB by default); on
     Linux the file only takes the space actually used.
+
+    ``data.mdb`` appears only complete: it is written under a temporary name and renamed.
+    Nothing of it is left when writing fails, and a full disk or a folder that cannot be
+    written is one :class:`~crnn_multigpu.files.WriteError` naming ``data.mdb``. No lock file
+    is written (its sparse memory map killed the process with SIGBUS when the disk was full),
+    and free space is checked before each commit (LMDB reports a full disk as an I/O error).
     """
     lmdb = _import_lmdb()
-    if os.path.exists(os.path.join(path, DATA_FILE)):
+    data_file = os.path.join(path, DATA_FILE)
+    if os.path.exists(data_file):
         if not overwrite:
             raise FileExistsError("%s already holds an LMDB database; pass overwrite=True or "
                                   "choose another folder" % path)
         for name in (DATA_FILE, "lock.mdb"):
             if os.path.exists(os.path.join(path, name)):
                 os.remove(os.path.join(path, name))
-    if not os.path.isdir(path):
-        os.makedirs(path)
-    env = lmdb.open(path, map_size=map_size, subdir=True)
-    count = 0
+    make_folder(path)
+    with written_whole(data_file, errors=(lmdb.Error,)) as temporary:
+        # One writer of a file no one reads yet: no lock file is needed.
+        env = lmdb.open(temporary, map_size=map_size, subdir=False, lock=False)
+        try:
+            return _put_samples(env, samples, commit_every, data_file)
+        finally:
+            env.close()
+
+
+# Room for what one commit writes beside its values: branch pages, the pages it copies on write.
+_COMMIT_MARGIN = 1 << 20
+
+
+def _put_samples(env, samples, commit_every, data_file):
+    """Put ``samples`` into ``env`` ``commit_every`` at a time, checking before each commit that
+    the disk of ``data_file`` has room for it; the count last. Returns the number written."""
+    page = env.stat()["psize"]
+    count, pending = 0, _COMMIT_MARGIN
     txn = env.begin(write=True)
     try:
         for image, text in samples:
             count += 1
-            txn.put(image_key(count), _encode(image))
-            txn.put(label_key(count), text.encode("utf-8"))
+            encoded, label = _encode(image), text.encode("utf-8")
+            txn.put(image_key(count), encoded)
+            txn.put(label_key(count), label)
+            # A large value takes whole pages of its own; a label, a share of a leaf page.
+            pending += -(-(len(encoded) + 16) // page) * page + 2 * (len(label) + 32)
             if count % commit_every == 0:
+                require_space(data_file, pending)
                 txn.commit()
-                txn = env.begin(write=True)
+                txn, pending = env.begin(write=True), _COMMIT_MARGIN
         # Written last: a reader never sees a count that covers missing samples.
         txn.put(NUM_SAMPLES_KEY, str(count).encode("ascii"))
+        require_space(data_file, pending)
         txn.commit()
     except BaseException:
         txn.abort()
         raise
-    finally:
-        env.close()
     return count

@@ -10,6 +10,7 @@ import numpy as np
 from crnn_multigpu.datasets.images import load_image
 from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.datasets.synthetic import make_generator, sample_seed, text_part_of
+from crnn_multigpu.files import make_folder, write_text
 
 
 class SyntheticDataset(object):
@@ -66,11 +67,9 @@ def write_recipe(out_dir, **settings):
     if unknown:
         raise ValueError("unknown synthetic recipe setting(s): %s" % ", ".join(sorted(unknown)))
     recipe = dict(_RECIPE_DEFAULTS, **settings)
-    if not os.path.isdir(out_dir):
-        os.makedirs(out_dir)
+    make_folder(out_dir)
     path = os.path.join(out_dir, RECIPE_FILE)
-    with open(path, "w") as handle:
-        json.dump(recipe, handle, indent=1, sort_keys=True)
+    write_text(path, json.dumps(recipe, indent=1, sort_keys=True))
     return path
 
 

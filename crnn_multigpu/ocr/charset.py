@@ -8,6 +8,8 @@ import io
 import os
 import string
 
+from crnn_multigpu.files import write_text
+
 EMPTY_LABEL = "empty label"
 OUTSIDE_CHARSET = "characters outside the charset"
 TOO_LONG = "too long for the model's time steps"
@@ -81,10 +83,8 @@ class Charset(object):
         return cls(chars)
 
     def to_file(self, path):
-        """Write the charset in the format :meth:`from_file` reads."""
-        with io.open(path, "w", encoding="utf-8", newline="\n") as handle:
-            for char in self._chars:
-                handle.write(char + "\n")
+        """Write the charset in the format :meth:`from_file` reads (whole or not at all)."""
+        write_text(path, "".join(char + "\n" for char in self._chars))
 
     @property
     def chars(self):

@@ -26,7 +26,7 @@ cell whose own ink cannot tell its baseline takes its row's (:func:`line_frames`
 What it cannot do, by design: multi-column pages are read across the columns (each row
 band is one line of text, its pieces joined left to right); skewed or rotated pages
 (more than about half a degree over a full-width line) merge neighbouring lines (the page
-reader, ``inference.read_page_lines``, first straightens a page and splits its columns with
+reader, ``page_reader.read_page_lines``, first straightens a page and splits its columns with
 :mod:`crnn_multigpu.ocr.page_layout`); photos
 of pages, uneven lighting, noise and speckles, handwriting, text over pictures or
 coloured backgrounds, and vertical text are out of scope. Figures and large headings are
@@ -39,6 +39,7 @@ from PIL import Image, ImageDraw
 
 from crnn_multigpu.datasets.images import to_gray_float
 from crnn_multigpu.datasets.language import get_language
+from crnn_multigpu.files import written_whole
 
 LineBox = collections.namedtuple("LineBox", ["left", "top", "right", "bottom", "row"])
 LineBox.__doc__ = """A piece of a text line: pixel box (right/bottom exclusive) and the index
@@ -392,5 +393,6 @@ def draw_lines(image, boxes, texts, path, font=None):
     for box, text in zip(boxes, texts):
         draw.rectangle((box.left, box.top, box.right - 1, box.bottom - 1), outline=(220, 0, 0))
         draw.text((width + 8 + box.left // 2, box.top), text, fill=(0, 0, 160), font=font)
-    canvas.save(path)
+    with written_whole(path) as temporary:  # no half-written picture blocks the rerun
+        canvas.save(temporary)
     return path

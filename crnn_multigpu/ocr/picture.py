@@ -5,6 +5,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from crnn_multigpu.datasets.fonts import find_fonts
+from crnn_multigpu.files import written_whole
 
 ROW_HEIGHT = 44
 TEXT_WIDTH = 260
@@ -43,5 +44,6 @@ def prediction_grid(arrays, predictions, truths=None, path="predictions.png", ma
         colour = (0, 0, 0) if truth is None else ((0, 128, 0) if predicted == truth else (200, 0, 0))
         text = predicted if truth is None or predicted == truth else "%s  (%s)" % (predicted, truth)
         draw.text((image_width * 2 + 16, row * ROW_HEIGHT + 10), text, fill=colour, font=font)
-    canvas.save(path)
+    with written_whole(path) as temporary:  # no half-written picture blocks the rerun
+        canvas.save(temporary)
     return path
