@@ -59,7 +59,7 @@ CONFIG_CASES = {
     "no readable image": (lambda d, t: ["--train", broken_copy(d, t, corrupt=range(48))],
                           "readable images in the batch"),
     "unwritable --out": (lambda d, t: ["--out", os.path.join(d, "labels.txt", "run")],
-                         "cannot write checkpoints"),
+                         "--out must name a folder, but "),
 }
 
 
@@ -346,7 +346,8 @@ def test_export_to_a_path_through_a_file_is_one_line(tiny_run, tmp_path, capsys)
     from crnn_multigpu.cli import export
     out = os.path.join(tiny_run, "config.json", "exported")
     code, err = cli(export.main, ["--checkpoint", tiny_run, "--out", out], capsys)
-    assert "config.json is a file, not a folder" in one_error_line(code, err)
+    assert "--out must name a folder, but %s (in %s) is a file" % (os.path.join(
+        tiny_run, "config.json"), out) in one_error_line(code, err)
 
 
 @pytest.mark.parametrize("export_format", ["savedmodel", "checkpoint"])

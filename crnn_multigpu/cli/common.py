@@ -186,6 +186,20 @@ def existing_folder(text):
     return text
 
 
+def output_folder(text):
+    """An argparse type: a folder to write into, new or existing (every tool's ``--out``).
+    Refused when it, or the nearest part of its path that exists, is a file: creating it
+    would fail later with 'Not a directory' or 'File exists'."""
+    existing = text.rstrip(os.sep) or text
+    while existing and not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if existing and not os.path.isdir(existing):
+        raise argparse.ArgumentTypeError(
+            "must name a folder, but %s%s is a file: pass a folder (new or existing)"
+            % (existing, "" if existing == text.rstrip(os.sep) else " (in %s)" % text))
+    return text
+
+
 def add_font_arguments(parser):
     """--font-dir and --holdout-fraction: where the typefaces are, and the share of families
     the deterministic train/held-out split keeps apart (crnn-generate and the main job)."""

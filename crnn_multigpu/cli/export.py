@@ -21,14 +21,16 @@ import sys
 import tempfile
 
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
-                                      chosen_model_class, console_entry, setup_logging)
+                                      chosen_model_class, console_entry, output_folder,
+                                      setup_logging)
 from crnn_multigpu.cli.reading import add_beam_width_argument, resolve_run
 
 
 def build_parser():
     parser = ArgumentParser(prog="crnn-export", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True, help="run directory of crnn-train")
-    parser.add_argument("--out", required=True, help="SavedModel directory to create (must not exist)")
+    parser.add_argument("--out", required=True, type=output_folder,
+                        help="SavedModel directory to create (must not exist)")
     parser.add_argument("--format", choices=("savedmodel", "checkpoint"), default="savedmodel",
                         help="savedmodel (default) or checkpoint: a slim run folder")
     add_beam_width_argument(parser)
@@ -87,13 +89,7 @@ def _staging_dir(out_dir):
     if os.path.exists(out_dir):
         raise FileExistsError("%s already exists; choose a new --out (an export is never "
                               "overwritten)" % out_dir)
-    parent = os.path.dirname(os.path.abspath(out_dir))
-    existing = parent
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise NotADirectoryError("cannot export to %s: %s is a file, not a folder"
-                                 % (out_dir, existing))
+    parent = os.path.dirname(os.path.abspath(out_dir))  # no file on its path: output_folder
     try:
         os.makedirs(parent, exist_ok=True)
         return tempfile.mkdtemp(prefix=".%s.partial-" % os.path.basename(out_dir), dir=parent)

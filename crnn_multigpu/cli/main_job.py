@@ -18,7 +18,8 @@ import sys
 import time
 
 from crnn_multigpu.cli.common import (ArgumentParser, add_font_arguments, console_entry,
-                                      positive_float, positive_int, print_figures, setup_logging)
+                                      output_folder, positive_float, positive_int, print_figures,
+                                      setup_logging)
 
 
 WORD_DEFAULTS = dict(train_count=40000, val_count=2000, steps=4000, lr=0.003)
@@ -33,7 +34,8 @@ LINE_DIFFICULTY = 0.3
 def build_parser():
     parser = ArgumentParser(prog="python -m crnn_multigpu.cli.main_job",
                             description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="runs/main", help="everything goes here (data/, run/)")
+    parser.add_argument("--out", default="runs/main", type=output_folder,
+                        help="everything goes here (data/, run/)")
     parser.add_argument("--lines", action="store_true",
                         help="whole printed lines instead of words (make train-lines)")
     parser.add_argument("--towers", type=positive_int, default=2)

@@ -19,7 +19,7 @@ from crnn_multigpu.wrapper import strategies
 from crnn_multigpu.cli.reading import resolve_run
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
                                       chosen_model_class, console_entry, float_range,
-                                      int_range, non_negative_float, non_negative_int,
+                                      int_range, non_negative_float, non_negative_int, output_folder,
                                       positive_float, positive_int, print_figures,
                                       report_unreadable, setup_logging)
 from crnn_multigpu.compat import tf
@@ -69,7 +69,8 @@ def add_data_group(data):
     and input."""
     data.add_argument("--train", required=True, help="training set (folder with labels.txt, or LMDB)")
     data.add_argument("--val", help="validation set, evaluated every --validate-every steps and at the end")
-    data.add_argument("--out", required=True, help="run directory: config.json, checkpoints/, logs/")
+    data.add_argument("--out", required=True, type=output_folder,
+                      help="run directory: config.json, checkpoints/, logs/")
     data.add_argument("--charset", help="charset file, one character per line (default: the "
                                         "--language's, else 0-9a-z)")
     data.add_argument("--language", choices=language_names(),
