@@ -94,3 +94,57 @@ def test_find_fonts_asks_each_face_once_across_processes(tmp_path, monkeypatch):
     assert fonts.find_fonts([DEJAVU], chars="abc123") == first
     with pytest.raises(AssertionError, match="rendered"):
         fonts.find_fonts([DEJAVU], chars="abcd")  # other characters: another question
+
+
+def unblock_a_reader(fifo):
+    """Open ``fifo`` for writing and close it: a reader stuck opening it gets an empty file."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # nobody reads it: nothing to unblock
+        pass
+
+
+@pytest.mark.parametrize("kind", ["a FIFO (named pipe)", "a folder", "a character device"])
+def test_a_cache_that_is_not_a_regular_file_is_never_read(kind, tmp_path, caplog):
+    # Issue 35: a FIFO in the cache's place made crnn-generate wait for a writer for ever.
+    import threading
+    from waiting import HANG_GUARD
+    face, store = font_copy(tmp_path), str(tmp_path / CACHE_NAME)
+    if kind.startswith("a FIFO"):
+        os.mkfifo(store)
+    elif kind == "a folder":
+        os.mkdir(store)
+    else:
+        os.symlink(os.devnull, store)
+    cache, check, answers = CoverageCache(store), Counting(), []
+    reader = threading.Thread(target=lambda: answers.append(cache.supports(face, "abc", check)))
+    reader.daemon = True
+    reader.start()
+    reader.join(HANG_GUARD)  # only to fail instead of hanging: it returns at once
+    unblock_a_reader(store)
+    assert not reader.is_alive() and answers == [True] and len(check.calls) == 1
+    cache.save()  # the answers stay in memory: the path is left as it was
+    assert os.path.lexists(store) and not os.path.isfile(store)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == ["the font coverage cache %s is %s, not a regular file: it is left alone "
+                        "and fonts are checked again (remove it to keep the answers across "
+                        "runs)" % (store, kind)]
+
+
+def test_generate_with_a_fifo_for_its_cache_ends(tmp_path):
+    import subprocess
+    import sys
+    from waiting import HANG_GUARD
+    os.makedirs(str(tmp_path / "crnn_multigpu"))
+    fifo = str(tmp_path / "crnn_multigpu" / CACHE_NAME)
+    os.mkfifo(fifo)
+    environment = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "crnn_multigpu.cli.generate", "--list-fonts", "--font-dir",
+             DEJAVU], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+            env=environment, timeout=HANG_GUARD)
+    finally:
+        unblock_a_reader(fifo)
+    assert done.returncode == 0 and "faces in" in done.stdout, done.stderr
+    assert done.stderr.count("the font coverage cache %s is a FIFO" % fifo) == 1, done.stderr

@@ -11,15 +11,17 @@ read or written is passed over: the answer is then computed as without it.
 import json
 import logging
 import os
-import tempfile
+import stat
 import zlib
 
 from crnn_multigpu.datasets.face_names import face_file
+from crnn_multigpu.files import written_whole
 
 log = logging.getLogger(__name__)
 
 CACHE_NAME = "font_coverage.json"
 _VERSION = 1
+_WARNED = set()  # the paths of caches that are not regular files, warned about once
 
 
 def cache_path():
@@ -35,6 +37,7 @@ class CoverageCache(object):
     def __init__(self, path=None):
         self.path = path or cache_path()
         self._entries, self._new = None, False
+        self._elsewhere = False  # the path is not a regular file: nothing is written there
 
     def supports(self, path, chars, check):
         key = _font_key(path)
@@ -48,34 +51,59 @@ class CoverageCache(object):
         return answers[chars_key]
 
     def save(self):
-        """Write the answers (atomically); a cache folder that cannot be written is passed over."""
-        if not self._new:
+        """Write the answers (whole or not at all); a cache folder that cannot be written, or a
+        cache path that is not a regular file, is passed over."""
+        if not self._new or self._elsewhere:
             return
-        temporary = None
         try:
-            folder = os.path.dirname(self.path)
-            os.makedirs(folder, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".coverage-")
-            with os.fdopen(handle, "w") as stream:
-                json.dump({"version": _VERSION, "fonts": self._entries}, stream)
-            os.replace(temporary, self.path)
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with written_whole(self.path) as temporary:
+                with open(temporary, "w") as stream:
+                    json.dump({"version": _VERSION, "fonts": self._entries}, stream)
             self._new = False
         except OSError as error:
             log.debug("font coverage cache %s not written: %s", self.path, error)
-            if temporary is not None and os.path.exists(temporary):
-                os.remove(temporary)  # a full disk leaves no half-written file behind
 
     def _load(self):
         if self._entries is None:
             self._entries = {}
             try:
-                with open(self.path) as stream:
-                    stored = json.load(stream)
+                stored = self._read()
                 if stored.get("version") == _VERSION and isinstance(stored.get("fonts"), dict):
                     self._entries = stored["fonts"]
             except (OSError, ValueError, AttributeError) as error:
                 log.debug("font coverage cache %s not read: %s", self.path, error)
         return self._entries
+
+    def _read(self):
+        """The stored JSON, read only from a regular file. Opening a FIFO would wait for a
+        writer for ever (and a device may never end): such a path gets one warning and is left
+        alone, the answers then kept in memory for this process."""
+        # Non-blocking: a FIFO opens at once instead of waiting; the mode says what it is.
+        handle = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        mode = os.fstat(handle).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(handle)
+            self._elsewhere = True
+            if self.path in _WARNED:  # find_fonts may run more than once in a process
+                return {}
+            _WARNED.add(self.path)
+            log.warning("the font coverage cache %s is %s, not a regular file: it is left "
+                        "alone and fonts are checked again (remove it to keep the answers "
+                        "across runs)", self.path, _kind(mode))
+            return {}
+        with os.fdopen(handle) as stream:
+            return json.load(stream)
+
+
+def _kind(mode):
+    """What a file of ``mode`` is, in words."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "a special file"
 
 
 def _font_key(face):
