@@ -147,8 +147,117 @@ class FittedDecoder(object):
         setattr(recognizer, self.slot, decoder)
 
 
-class Recognizer(object):
-    """Recognise text lines with the newest checkpoint of a run directory.
+class TextReader(object):
+    """What every reader of a model shares, whatever runs it: the run's config (charset,
+    language, image width), the decoders that re-read its frames, and the reading of crops,
+    arrays and datasets in batches. A subclass runs the model: :meth:`_run` turns one
+    ``Batch`` into texts, log probabilities and (when asked) each image's frames; it sets
+    ``checkpoint`` (what it read, for messages and figures), ``downsample`` (image pixels per
+    frame) and ``height`` (of the images it reads).
+
+    ``config`` is the run's config.json; ``lexicon`` and ``language_model``: see
+    :class:`Recognizer`.
+    """
+
+    lexicon = FittedDecoder(
+        "the lexicon", "The :class:`~crnn_multigpu.ocr.lexicon.LexiconDecoder` applied to every "
+                       "output, or None.")
+    language_model = FittedDecoder(
+        "the language model", "The :class:`~crnn_multigpu.ocr.char_lm.CharLmDecoder` that reads "
+                              "every image, or None.")
+
+    def __init__(self, config, lexicon=None, language_model=None):
+        self.config = config
+        self.charset = Charset(self.config["charset"])
+        # How its text is joined and scored (config.json "language"; English when absent).
+        self.language = get_language(self.config.get("language"))
+        self.lexicon, self.language_model = lexicon, language_model
+        self.image_width = self.config.get("image_width")
+        self.frames_single_bands = self.config.get("frame_single_bands", False)
+
+    def _run(self, batch, frames):
+        """(texts, log probabilities, per-image frame log-probabilities ``[T_i, num_classes]``
+        or None unless ``frames``) of a ``Batch``."""
+        raise NotImplementedError
+
+    def close(self):
+        """Release what runs the model."""
+        raise NotImplementedError
+
+    def frame_log_probs(self, batch):
+        """Per-image log-probabilities ``[T_i, num_classes]`` (valid frames; blank last)."""
+        return self._run(batch, frames=True)[2]
+
+    def recognize_batch(self, batch):
+        """Texts and log probabilities for a ``Batch``: through the language model, then the
+        lexicon, where there are."""
+        decoders = [d for d in (self.language_model, self.lexicon) if d is not None]
+        texts, log_probs, frames = self._run(batch, frames=bool(decoders))
+        for decoder in decoders:
+            decoded = [decoder.decode(text, rows) for text, rows in zip(texts, frames)]
+            texts, log_probs = [d[0] for d in decoded], [d[1] for d in decoded]
+        return texts, log_probs
+
+    def recognize_arrays(self, arrays, batch_size=64):
+        """Recognise normalised image arrays ([32, w] from ``load_image``).
+
+        An image without contrast (blank: ``load_image`` makes it all zero) reads as the empty
+        text with log probability 0 without running the model, which would guess at it.
+        Images of similar width share a batch (results in the given order): a batch pads to its
+        widest image, which costs time and moves a reading's log probability a little (the
+        padding reaches the receptive fields of the last frames)."""
+        inked = sorted((index for index, array in enumerate(arrays) if array.max() > 0),
+                       key=lambda index: arrays[index].shape[1])
+        texts, log_probs = [""] * len(arrays), [0.0] * len(arrays)
+        for start in range(0, len(inked), batch_size):
+            chunk = inked[start:start + batch_size]
+            batch = make_batch([arrays[i] for i in chunk], None, self.charset, self.image_width,
+                               self.downsample)
+            for index, text, log_prob in zip(chunk, *self.recognize_batch(batch)):
+                texts[index], log_probs[index] = text, log_prob
+        return texts, log_probs
+
+    def read_crops(self, arrays, batch_size=64):
+        """Recognise crops a user cut, a word or a line each (normalised arrays, as
+        :meth:`recognize_arrays`). Returns (texts, log_probs).
+
+        For a model whose config sets ``frame_single_bands`` (one that learnt its letters in
+        lines, with room above and below, as the shipped text model did), a crop that is one
+        band of ink (no ascenders or descenders, cut tight) is also read framed by
+        :func:`~crnn_multigpu.ocr.word_frame.single_band_frame`, and the more probable of its
+        two readings kept. Other models read every crop as it is: one that learnt from tight
+        word crops reads them best so (``make train``'s model: 94.05 % of held-out words as
+        they are, 93.25 % with the framed second reading)."""
+        texts, log_probs = self.recognize_arrays(arrays, batch_size)
+        if not self.frames_single_bands:
+            return texts, log_probs
+        framed = [(index, single_band_frame(array)) for index, array in enumerate(arrays)]
+        framed = [(index, array) for index, array in framed if array is not None]
+        if framed:
+            again, again_log_probs = self.recognize_arrays([a for _, a in framed], batch_size)
+            for (index, _), text, log_prob in zip(framed, again, again_log_probs):
+                if log_prob > log_probs[index]:
+                    texts[index], log_probs[index] = text, log_prob
+        return texts, log_probs
+
+    def recognize_files(self, paths, batch_size=64):
+        """Recognise image files of any size and mode; returns (texts, log_probs, arrays)."""
+        arrays = [load_image(path, self.height) for path in paths]
+        texts, log_probs = self.recognize_arrays(arrays, batch_size)
+        return texts, log_probs, arrays
+
+    def evaluate(self, dataset, batch_size=64, keep_examples=24, progress=None, fold=None,
+                 unreadable=None):
+        """Figures over a dataset and up to ``keep_examples`` (image, read, truth) examples:
+        :func:`evaluate_dataset` with this model (an unreadable image counts as a wrong, empty
+        reading; ``unreadable``, a list, receives their names)."""
+        return evaluate_dataset(dataset, lambda arrays: self.read_crops(arrays, batch_size)[0],
+                                batch_size, keep_examples=keep_examples, progress=progress,
+                                fold=fold, unreadable=unreadable)
+
+
+class Recognizer(TextReader):
+    """Recognise text lines with the newest checkpoint of a run directory, in TensorFlow.
 
     Args:
       run_dir: the ``--out`` directory of ``crnn-train`` (config.json + checkpoints/).
@@ -172,24 +281,13 @@ class Recognizer(object):
     whether :meth:`read_crops` also reads a tight single-band crop framed.
     """
 
-    lexicon = FittedDecoder(
-        "the lexicon", "The :class:`~crnn_multigpu.ocr.lexicon.LexiconDecoder` applied to every "
-                       "output, or None.")
-    language_model = FittedDecoder(
-        "the language model", "The :class:`~crnn_multigpu.ocr.char_lm.CharLmDecoder` that reads "
-                              "every image, or None.")
-
     def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,
                  strategy=None, model_cls=None, language_model=None):
-        self.config = load_config(run_dir)
-        self.model_cls = model_class.from_config(self.config, os.path.join(run_dir, CONFIG_NAME),
+        config = load_config(run_dir)
+        self.model_cls = model_class.from_config(config, os.path.join(run_dir, CONFIG_NAME),
                                                  model_cls)
-        self.charset = Charset(self.config["charset"])
-        # How its text is joined and scored (config.json "language"; English when absent).
-        self.language = get_language(self.config.get("language"))
-        self.lexicon, self.language_model = lexicon, language_model
-        self.image_width = self.config.get("image_width")
-        self.frames_single_bands = self.config.get("frame_single_bands", False)
+        super(Recognizer, self).__init__(config, lexicon, language_model)
+        self.downsample = self.model_cls.DOWNSAMPLE
         self.checkpoint = require_checkpoint(run_dir, checkpoint)
         # beam_width only when a beam search is asked for: a greedy-only class need not take it.
         beam = {"beam_width": beam_width} if beam_width > 1 else {}
@@ -241,77 +339,6 @@ class Recognizer(object):
         The batch is split over the towers (fewer when it has fewer images than towers).
         """
         return read_batch(self.session, self.towers, batch, self.charset, self.model_cls, frames)
-
-    def frame_log_probs(self, batch):
-        """Per-image log-probabilities ``[T_i, num_classes]`` (valid frames; blank last)."""
-        return self._run(batch, frames=True)[2]
-
-    def recognize_batch(self, batch):
-        """Texts and log probabilities for a ``Batch``: through the language model, then the
-        lexicon, where there are."""
-        decoders = [d for d in (self.language_model, self.lexicon) if d is not None]
-        texts, log_probs, frames = self._run(batch, frames=bool(decoders))
-        for decoder in decoders:
-            decoded = [decoder.decode(text, rows) for text, rows in zip(texts, frames)]
-            texts, log_probs = [d[0] for d in decoded], [d[1] for d in decoded]
-        return texts, log_probs
-
-    def recognize_arrays(self, arrays, batch_size=64):
-        """Recognise normalised image arrays ([32, w] from ``load_image``).
-
-        An image without contrast (blank: ``load_image`` makes it all zero) reads as the empty
-        text with log probability 0 without running the model, which would guess at it.
-        Images of similar width share a batch (results in the given order): a batch pads to its
-        widest image, which costs time and moves a reading's log probability a little (the
-        padding reaches the receptive fields of the last frames)."""
-        inked = sorted((index for index, array in enumerate(arrays) if array.max() > 0),
-                       key=lambda index: arrays[index].shape[1])
-        texts, log_probs = [""] * len(arrays), [0.0] * len(arrays)
-        for start in range(0, len(inked), batch_size):
-            chunk = inked[start:start + batch_size]
-            batch = make_batch([arrays[i] for i in chunk], None, self.charset, self.image_width,
-                               self.model_cls.DOWNSAMPLE)
-            for index, text, log_prob in zip(chunk, *self.recognize_batch(batch)):
-                texts[index], log_probs[index] = text, log_prob
-        return texts, log_probs
-
-    def read_crops(self, arrays, batch_size=64):
-        """Recognise crops a user cut, a word or a line each (normalised arrays, as
-        :meth:`recognize_arrays`). Returns (texts, log_probs).
-
-        For a model whose config sets ``frame_single_bands`` (one that learnt its letters in
-        lines, with room above and below, as the shipped text model did), a crop that is one
-        band of ink (no ascenders or descenders, cut tight) is also read framed by
-        :func:`~crnn_multigpu.ocr.word_frame.single_band_frame`, and the more probable of its
-        two readings kept. Other models read every crop as it is: one that learnt from tight
-        word crops reads them best so (``make train``'s model: 94.05 % of held-out words as
-        they are, 93.25 % with the framed second reading)."""
-        texts, log_probs = self.recognize_arrays(arrays, batch_size)
-        if not self.frames_single_bands:
-            return texts, log_probs
-        framed = [(index, single_band_frame(array)) for index, array in enumerate(arrays)]
-        framed = [(index, array) for index, array in framed if array is not None]
-        if framed:
-            again, again_log_probs = self.recognize_arrays([a for _, a in framed], batch_size)
-            for (index, _), text, log_prob in zip(framed, again, again_log_probs):
-                if log_prob > log_probs[index]:
-                    texts[index], log_probs[index] = text, log_prob
-        return texts, log_probs
-
-    def recognize_files(self, paths, batch_size=64):
-        """Recognise image files of any size and mode; returns (texts, log_probs, arrays)."""
-        arrays = [load_image(path, self.height) for path in paths]
-        texts, log_probs = self.recognize_arrays(arrays, batch_size)
-        return texts, log_probs, arrays
-
-    def evaluate(self, dataset, batch_size=64, keep_examples=24, progress=None, fold=None,
-                 unreadable=None):
-        """Figures over a dataset and up to ``keep_examples`` (image, read, truth) examples:
-        :func:`evaluate_dataset` with this model (an unreadable image counts as a wrong, empty
-        reading; ``unreadable``, a list, receives their names)."""
-        return evaluate_dataset(dataset, lambda arrays: self.read_crops(arrays, batch_size)[0],
-                                batch_size, keep_examples=keep_examples, progress=progress,
-                                fold=fold, unreadable=unreadable)
 
     def close(self):
         self.session.close()
