@@ -11,7 +11,12 @@ ids, -1 padded) and ``log_prob``. The charset is written beside it as
 ``assets.extra/charset.txt``. The graph holds TensorFlow ops only: it loads without the
 model class's code.
 
-Either format is written into a hidden staging folder beside ``--out`` and renamed to
+``--format onnx`` writes ``model.onnx``: the model from images to its per-frame
+log-probabilities, converted by tf2onnx (``pip install crnn_multigpu[onnx]``), with its
+config in the file's metadata and config.json and charset.txt beside it; the CTC decoding
+is left to the reader (``crnn-predict --engine onnx``; see crnn_multigpu.ocr.onnx_reader).
+
+Every format is written into a hidden staging folder beside ``--out`` and renamed to
 ``--out`` only when complete: a failed export (disk full, no permission) leaves nothing
 that blocks the retry.
 """
@@ -31,8 +36,10 @@ def build_parser():
     parser.add_argument("--checkpoint", required=True, help="run directory of crnn-train")
     parser.add_argument("--out", required=True, type=output_folder,
                         help="SavedModel directory to create (must not exist)")
-    parser.add_argument("--format", choices=("savedmodel", "checkpoint"), default="savedmodel",
-                        help="savedmodel (default) or checkpoint: a slim run folder")
+    parser.add_argument("--format", choices=("savedmodel", "checkpoint", "onnx"),
+                        default="savedmodel",
+                        help="savedmodel (default), checkpoint (a slim run folder) or onnx "
+                             "(model.onnx for onnxruntime: the frames before decoding)")
     add_beam_width_argument(parser)
     add_model_class_argument(parser)
     parser.add_argument("--verbose", action="store_true")
@@ -63,25 +70,53 @@ def export_saved_model(recognizer, out_dir):
 
 def export_checkpoint(recognizer, out_dir):
     """Write ``recognizer``'s config and model variables as a run folder; returns out_dir."""
-    from crnn_multigpu.ocr.model_class import path_of
-    from crnn_multigpu.runtime.checkpoints import (CHECKPOINT_PREFIX, checkpoint_dir, checkpoint_step,
-                                           save_config)
+    from crnn_multigpu.runtime.checkpoints import CHECKPOINT_PREFIX, checkpoint_dir, save_config
     from crnn_multigpu.compat import tf
     if os.path.exists(out_dir):
         raise FileExistsError("%s already exists; choose a new --out (an export is never "
                               "overwritten)" % out_dir)
     os.makedirs(checkpoint_dir(out_dir))
+    config = exported_config(recognizer)
+    with recognizer.graph.as_default():
+        saver = tf.train.Saver(tf.global_variables(), save_relative_paths=True)
+    saver.save(recognizer.session, os.path.join(checkpoint_dir(out_dir), CHECKPOINT_PREFIX),
+               global_step=config["step"], write_meta_graph=False)
+    save_config(out_dir, config)
+    return out_dir
+
+
+def exported_config(recognizer, **extra):
+    """The run's config as an export records it: its model class, the checkpoint it came from
+    and that checkpoint's step, and ``extra``."""
+    from crnn_multigpu.ocr.model_class import path_of
+    from crnn_multigpu.runtime.checkpoints import checkpoint_step
+    from crnn_multigpu.compat import tf
     # A model-only checkpoint (an export, a shipped model) keeps its step in its name.
     reader = tf.train.load_checkpoint(recognizer.checkpoint)
     step = int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else \
         max(0, checkpoint_step(recognizer.checkpoint))
-    with recognizer.graph.as_default():
-        saver = tf.train.Saver(tf.global_variables(), save_relative_paths=True)
-    saver.save(recognizer.session, os.path.join(checkpoint_dir(out_dir), CHECKPOINT_PREFIX),
-               global_step=step, write_meta_graph=False)
-    save_config(out_dir, dict(recognizer.config, model_class=path_of(recognizer.model_cls),
-                              exported_from=recognizer.checkpoint, step=step))
+    return dict(recognizer.config, model_class=path_of(recognizer.model_cls),
+                exported_from=recognizer.checkpoint, step=step, **extra)
+
+
+def export_onnx(recognizer, out_dir):
+    """Write ``recognizer``'s frames as ``model.onnx`` (its config in the file's metadata) with
+    config.json and charset.txt beside it (``crnn_multigpu.ocr.onnx_export``); returns out_dir."""
+    from crnn_multigpu.ocr.onnx_export import onnx_model_bytes
+    from crnn_multigpu.ocr.onnx_reader import ONNX_FILE
+    from crnn_multigpu.runtime.checkpoints import save_config
+    config = exported_config(recognizer, format="onnx", downsample=recognizer.downsample,
+                             height=recognizer.height)
+    data = onnx_model_bytes(recognizer, config)
+    os.makedirs(out_dir)
+    with open(os.path.join(out_dir, ONNX_FILE), "wb") as out:
+        out.write(data)
+    save_config(out_dir, config)
+    recognizer.charset.to_file(os.path.join(out_dir, "charset.txt"))
     return out_dir
+
+
+EXPORTS = {"savedmodel": export_saved_model, "checkpoint": export_checkpoint, "onnx": export_onnx}
 
 
 def _staging_dir(out_dir):
@@ -122,6 +157,10 @@ def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     from crnn_multigpu.ocr.inference import Recognizer
+    if args.format == "onnx":  # before the model loads: a missing extra fails at once
+        from crnn_multigpu.ocr.onnx_reader import import_extra
+        for name in ("tf2onnx", "onnx", "onnxruntime"):
+            import_extra(name, "crnn-export --format onnx")
     run_dir, checkpoint = resolve_run(args.checkpoint)
     staging = _staging_dir(args.out)
     try:
@@ -130,8 +169,7 @@ def main_body(argv=None):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    export = export_checkpoint if args.format == "checkpoint" else export_saved_model
-    export_atomically(export, recognizer, args.out, staging)
+    export_atomically(EXPORTS[args.format], recognizer, args.out, staging)
     print("exported %s -> %s" % (recognizer.checkpoint, args.out))
     return 0
 

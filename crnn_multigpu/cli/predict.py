@@ -8,6 +8,8 @@ probable reading kept. ``--lines``: the images are whole printed lines.
 ``--page``: the images are printed pages: each is straightened and split into its columns
 (crnn_multigpu.ocr.page_layout), its lines found (crnn_multigpu.ocr.page) and read, and its text printed
 one line per line, column after column, pages separated by a form feed.
+``--engine onnx --checkpoint EXPORT``: the model is run by onnxruntime from what
+``crnn-export --format onnx`` wrote (TensorFlow's readings, without TensorFlow running it).
 """
 import os
 import sys

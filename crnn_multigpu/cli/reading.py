@@ -1,6 +1,7 @@
 """What the reading tools (crnn-evaluate, crnn-predict, crnn-export) share: which model reads
-(a shipped model or a run), how its frames are decoded (greedy, beam, language model, lexicon),
-on how many towers, and the picture of what it read."""
+(a shipped model, a run or an ONNX export) and what runs it (TensorFlow or onnxruntime), how
+its frames are decoded (greedy, beam, language model, lexicon), on how many towers, and the
+picture of what it read."""
 import glob
 import os
 
@@ -29,8 +30,14 @@ MAX_LM_BONUS = round(-float(char_lm._PRUNE), 1)
 
 
 def add_reading_arguments(parser, picture_help):
-    """The options every tool that reads images takes: model, decoding, towers, picture."""
+    """The options every tool that reads images takes: model, engine, decoding, towers,
+    picture."""
     add_model_arguments(parser)
+    parser.add_argument("--engine", choices=("tf", "onnx"), default="tf",
+                        help="what runs the model: tf (TensorFlow, the default) or onnx "
+                             "(onnxruntime reads the model.onnx, or its folder, that crnn-export "
+                             "--format onnx wrote, given as --checkpoint; pip install "
+                             "crnn_multigpu[onnx])")
     add_beam_width_argument(parser)
     parser.add_argument("--picture", help=picture_help)
     parser.add_argument("--overwrite", action="store_true",
@@ -150,10 +157,23 @@ def add_model_arguments(parser):
 
 
 def chosen_run(args, default=DEFAULT_MODEL):
-    """``(run_dir, checkpoint prefix or None)`` of --checkpoint, or --model (else ``default``)."""
+    """``(run_dir, checkpoint prefix or None)`` of --checkpoint, or --model (else ``default``);
+    with ``--engine onnx`` ``(the ONNX file, None)``."""
+    from crnn_multigpu.ocr.onnx_reader import is_onnx_export, onnx_file
     if args.checkpoint is not None and args.model is not None:
         raise ValueError("give --checkpoint or --model, not both: --model names a shipped "
                          "model, used when there is no --checkpoint")
+    if args.engine == "onnx":
+        if args.checkpoint is None:
+            raise ValueError("--engine onnx reads an ONNX export: give --checkpoint with the "
+                             "model.onnx (or its folder) that crnn-export --format onnx wrote")
+        if args.towers > 1:
+            raise ValueError("--towers splits batches over TensorFlow devices; --engine onnx "
+                             "runs one onnxruntime session on all cores: drop --towers")
+        return onnx_file(args.checkpoint), None
+    if args.checkpoint is not None and is_onnx_export(args.checkpoint):
+        raise ValueError("--checkpoint %s is an ONNX export: read it with --engine onnx"
+                         % args.checkpoint)
     if args.checkpoint is None:
         return resolve_run(None, SHIPPED_MODELS[args.model or default])
     return resolve_run(args.checkpoint)
@@ -189,13 +209,18 @@ def resolve_run(path, shipped=SHIPPED_MODELS[DEFAULT_MODEL], flag="--checkpoint"
 
 
 def chosen_recognizer(args, run, words):
-    """The Recognizer the reading options describe: ``run`` (``chosen_run``'s answer) on
-    --towers, read as --beam-width, --char-lm and --lexicon say (``words``: ``lexicon_words``'s
-    answer, read before the model loads)."""
-    from crnn_multigpu.ocr.inference import Recognizer
+    """The reader the reading options describe: ``run`` (``chosen_run``'s answer) run by
+    --engine (TensorFlow's Recognizer on --towers, or an OnnxRecognizer), read as --beam-width,
+    --char-lm and --lexicon say (``words``: ``lexicon_words``'s answer, read before the model
+    loads)."""
     run_dir, checkpoint = run
-    recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
-                            towers=args.towers, model_cls=chosen_model_class(args))
+    if args.engine == "onnx":
+        from crnn_multigpu.ocr.onnx_reader import OnnxRecognizer
+        recognizer = OnnxRecognizer(run_dir, beam_width=args.beam_width)
+    else:
+        from crnn_multigpu.ocr.inference import Recognizer
+        recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
+                                towers=args.towers, model_cls=chosen_model_class(args))
     recognizer.language_model = language_model_decoder(args, recognizer.charset)
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
     return recognizer

@@ -1,0 +1,102 @@
+"""Reading with an ONNX export (``crnn-export --format onnx``) in onnxruntime, TensorFlow-free.
+
+The file holds the model up to its frames: inputs ``images`` float32 ``[batch, height, width,
+1]`` (light text on dark in [0, 1], zero-padded on the right, as ``datasets.make_batch``
+makes them; any width that is a multiple of the model's ``downsample``) and ``widths`` int32
+``[batch]``; outputs ``log_probs`` float32 ``[frames, batch, classes]`` (the blank last) and
+``lengths`` int32 ``[batch]`` (the valid frames of each image). The run's config (its charset
+among it) is in the file's metadata under ``config``, as JSON. The CTC decoding stays in
+Python: :mod:`crnn_multigpu.ocr.ctc` decodes as TensorFlow does, and the language model and
+lexicon read the frames as they read TensorFlow's.
+
+onnxruntime is an optional dependency: ``pip install crnn_multigpu[onnx]``.
+"""
+import importlib
+import json
+import os
+
+import numpy as np
+
+from crnn_multigpu.ocr.ctc import beam_decode, greedy_decode
+from crnn_multigpu.ocr.inference import TextReader
+from crnn_multigpu.runtime.checkpoints import one_line
+
+__all__ = ["ONNX_FILE", "OnnxRecognizer", "import_extra", "is_onnx_export", "onnx_file"]
+
+# The file crnn-export --format onnx writes into its --out folder.
+ONNX_FILE = "model.onnx"
+# The metadata key of the run's config (JSON).
+CONFIG_KEY = "config"
+INSTALL = "pip install crnn_multigpu[onnx]"
+
+
+def import_extra(name, purpose):
+    """The module ``name`` of the ``onnx`` extra, or an ImportError saying how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise ImportError("%s needs %s, which is not installed here (%s): %s"
+                          % (purpose, name, error, INSTALL))
+
+
+def is_onnx_export(path):
+    """Whether ``path`` is an ONNX file or a folder holding :data:`ONNX_FILE`."""
+    return path.endswith(".onnx") or os.path.isfile(os.path.join(path, ONNX_FILE))
+
+
+def onnx_file(path):
+    """The ONNX file ``path`` names: itself, or :data:`ONNX_FILE` in the folder ``path``."""
+    if os.path.isdir(path):
+        inside = os.path.join(path, ONNX_FILE)
+        if not os.path.isfile(inside):
+            raise FileNotFoundError("no %s in %s: --engine onnx reads what crnn-export --format "
+                                    "onnx wrote (crnn-export --checkpoint %s --format onnx --out "
+                                    "NEW_FOLDER)" % (ONNX_FILE, path, path))
+        return inside
+    if not os.path.isfile(path):
+        raise FileNotFoundError("%s does not exist: --engine onnx reads the .onnx file (or its "
+                                "folder) that crnn-export --format onnx wrote" % path)
+    return path
+
+
+class OnnxRecognizer(TextReader):
+    """The reading of :class:`~crnn_multigpu.ocr.inference.Recognizer` with the model run by
+    onnxruntime from an ONNX export (a file, or the folder that holds :data:`ONNX_FILE`).
+
+    ``beam_width``: 0/1 greedy decoding, >1 CTC beam search (both as TensorFlow decodes);
+    ``lexicon`` and ``language_model`` as for ``Recognizer``.
+    """
+
+    def __init__(self, path, beam_width=0, lexicon=None, language_model=None):
+        runtime = import_extra("onnxruntime", "reading with --engine onnx")
+        self.checkpoint = onnx_file(path)
+        options = runtime.SessionOptions()
+        options.log_severity_level = 3  # errors only: its warnings are not the user's concern
+        try:
+            self.session = runtime.InferenceSession(self.checkpoint, options,
+                                                    providers=["CPUExecutionProvider"])
+        except Exception as error:  # noqa: B902 (onnxruntime's own exception classes)
+            raise ValueError("%s cannot be loaded by onnxruntime (%s): not an ONNX file, or a "
+                             "damaged one; export it again with crnn-export --format onnx"
+                             % (self.checkpoint, one_line(error)))
+        try:
+            config = json.loads(self.session.get_modelmeta().custom_metadata_map[CONFIG_KEY])
+            self.downsample, self.height = int(config["downsample"]), int(config["height"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError("%s has no run config in its metadata: it was not written by "
+                             "crnn-export --format onnx; export the run with it" % self.checkpoint)
+        super(OnnxRecognizer, self).__init__(config, lexicon, language_model)
+        self.decode = greedy_decode if beam_width <= 1 else \
+            lambda frames: beam_decode(frames, beam_width)
+
+    def _run(self, batch, frames):
+        log_probs, lengths = self.session.run(
+            ["log_probs", "lengths"], {"images": np.asarray(batch.images, np.float32),
+                                       "widths": np.asarray(batch.widths, np.int32)})
+        per_image = [log_probs[:n, i] for i, n in enumerate(lengths)]
+        decoded = [self.decode(rows) for rows in per_image]
+        return ([self.charset.decode(ids) for ids, _ in decoded],
+                [log_prob for _, log_prob in decoded], per_image if frames else None)
+
+    def close(self):
+        self.session = None
