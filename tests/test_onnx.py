@@ -218,3 +218,14 @@ def test_an_lstm_onnx_cannot_compute_exactly_is_reported(peephole, clip, const, 
     block_lstm_handler(problems)(None, node, "bilstm/fw", [])
     assert problems == ["bilstm/fw " + problem]
 
+
+def test_the_documented_onnxruntime_example_reads_without_this_package(exported, tmp_path):
+    from test_readme import python_blocks
+    block = [b for b in python_blocks() if "def read_crop(" in b.code][0]
+    assert "crnn_multigpu" not in block.code
+    namespace = {}
+    exec(compile(block.code, block.name, "exec"), namespace)
+    for text, face in (("Welcome", FACES[0]), ("Route66", FACES[3])):
+        path = str(tmp_path / ("%s.png" % text))
+        draw_word(text, face).convert("RGB").save(path)
+        assert namespace["read_crop"](os.path.join(exported, "model.onnx"), path) == text
