@@ -148,3 +148,27 @@ def test_generate_with_a_fifo_for_its_cache_ends(tmp_path):
         unblock_a_reader(fifo)
     assert done.returncode == 0 and "faces in" in done.stdout, done.stderr
     assert done.stderr.count("the font coverage cache %s is a FIFO" % fifo) == 1, done.stderr
+
+
+def test_a_fifo_named_like_a_font_is_skipped_by_name(tmp_path):
+    # A subprocess: FreeType opens a font file holding the interpreter's lock, so a thread
+    # stuck in it could not be waited for.
+    import subprocess
+    import sys
+    from waiting import HANG_GUARD
+    folder = tmp_path / "fonts"
+    folder.mkdir()
+    shutil.copy(os.path.join(DEJAVU, "DejaVuSans.ttf"), str(folder))
+    fifo = str(folder / "pipe.ttf")
+    os.mkfifo(fifo)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "crnn_multigpu.cli.generate", "--list-fonts", "--font-dir",
+             str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)),
+            timeout=HANG_GUARD)  # only to fail instead of hanging: it ends at once
+    finally:
+        unblock_a_reader(fifo)
+    assert done.returncode == 0 and "1 faces in 1 families" in done.stdout, done.stderr
+    assert "skipping %s: not a regular file (a FIFO, socket or device), so not a font" % fifo \
+        in done.stderr

@@ -15,6 +15,7 @@ and "Noto Serif" go together), so a validation figure measures type designs the
 model never saw, not sister weights of a trained face.
 """
 import functools
+import logging
 import os
 import re
 import zlib
@@ -24,6 +25,8 @@ from PIL import Image, ImageDraw, ImageFont
 from crnn_multigpu.datasets.face_names import COLLECTION_EXTENSIONS, collection_face, face_file
 from crnn_multigpu.datasets.font_cache import CoverageCache
 from crnn_multigpu.datasets.language import get_language
+
+log = logging.getLogger(__name__)
 
 DEFAULT_FONT_DIRS = (
     "/usr/share/fonts",
@@ -98,10 +101,17 @@ def _font_files(directory):
     found = []
     for root, _, files in os.walk(directory, followlinks=True):
         for name in files:
-            if name.lower().endswith(COLLECTION_EXTENSIONS):
-                found.extend(_collection_faces(os.path.join(root, name)))
-            elif name.lower().endswith(FONT_EXTENSIONS):
-                found.append(os.path.join(root, name))
+            path = os.path.join(root, name)
+            if not name.lower().endswith(FONT_EXTENSIONS):
+                continue
+            if not os.path.isfile(path):
+                # A FIFO by a font's name would be waited on for ever when its name is read.
+                log.warning("skipping %s: not a regular file (a FIFO, socket or device), so not "
+                            "a font", path)
+            elif name.lower().endswith(COLLECTION_EXTENSIONS):
+                found.extend(_collection_faces(path))
+            else:
+                found.append(path)
     return found
 
 
