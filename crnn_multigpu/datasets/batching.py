@@ -1,14 +1,13 @@
 """Padding samples into batches, epoch ordering, and background prefetching (``prefetch``: the
 wrapper's ``host_prefetch``, through which the trainer feeds too)."""
 import collections
-import logging
 
 import numpy as np
 
 from crnn_multigpu.datasets.images import fit_width
+from crnn_multigpu.datasets.unreadable import UnreadableImages
 from crnn_multigpu.wrapper.host_prefetch import prefetch
 
-log = logging.getLogger(__name__)
 
 Batch = collections.namedtuple("Batch", ["images", "widths", "labels", "label_lengths", "texts"])
 Batch.__doc__ = """One padded batch.
@@ -185,7 +184,8 @@ class BatchLoader(object):
     ``dataset`` needs ``len()`` and ``dataset[i] -> (array, text)``. If it
     also has ``safe_get(i)`` (returning None for unreadable images), those
     samples are skipped, recorded in :attr:`skipped` and the first few
-    logged; the next readable samples fill their place so batches stay full.
+    named (:class:`~crnn_multigpu.datasets.unreadable.UnreadableImages`); the next readable
+    samples fill their place so batches stay full.
     """
 
     def __init__(self, dataset, charset, batch_size, fixed_width=None,
@@ -202,8 +202,7 @@ class BatchLoader(object):
         self.seed = seed
         self.drop_remainder = drop_remainder
         self.prefetch = prefetch
-        self.log_first_skipped = log_first_skipped
-        self.skipped = []
+        self._unreadable = UnreadableImages(dataset, log_first_skipped)
 
     def __len__(self):
         """Batches per epoch, assuming every image is readable."""
@@ -212,21 +211,15 @@ class BatchLoader(object):
             return count // self.batch_size
         return (count + self.batch_size - 1) // self.batch_size
 
-    def _sample(self, index):
-        if not hasattr(self.dataset, "safe_get"):
-            return self.dataset[index]
-        sample = self.dataset.safe_get(index)
-        if sample is None:
-            self.skipped.append(index)
-            if len(self.skipped) <= self.log_first_skipped:
-                log.warning("skipping unreadable sample %d (%d skipped so far)",
-                            index, len(self.skipped))
-        return sample
+    @property
+    def skipped(self):
+        """The indices of the unreadable samples met so far, each once, in the order met."""
+        return list(self._unreadable.indices)
 
     def _batches(self, epoch):
         arrays, texts = [], []
         for index in epoch_order(len(self.dataset), self.shuffle, self.seed, epoch):
-            sample = self._sample(int(index))
+            sample = self._unreadable.read(int(index))
             if sample is None:
                 continue
             arrays.append(sample[0])

@@ -18,6 +18,7 @@ import numpy as np
 from crnn_multigpu.datasets.batching import (TIME_STEP_WIDTH, Batch, EpochBatches,
                                              batch_indices, batch_signature, make_batch,
                                              width_keys)
+from crnn_multigpu.datasets.unreadable import UnreadableImages
 
 log = logging.getLogger(__name__)
 # A tag word keeps augmentation streams apart from other [seed, ...] streams (the renderer's).
@@ -28,7 +29,8 @@ class StepBatches(object):
     """``batches(step) -> Batch`` over a dataset, reshuffled every epoch, remainder dropped.
 
     Unreadable images (``dataset.safe_get`` returns None) are left out of their
-    batch, counted in ``skipped`` and the first few logged.
+    batch, counted in ``skipped`` and the first few named
+    (:class:`~crnn_multigpu.datasets.unreadable.UnreadableImages`).
 
     ``augment``: a ``Degrader`` (``augment(pil_image, rng) -> pil_image``) or None. Each
     sample's raw image is degraded inside ``dataset.safe_get(index, degrade)`` with a
@@ -63,10 +65,15 @@ class StepBatches(object):
         self.min_batch, self.augment, self.width_multiple = min_batch, augment, width_multiple
         self.bucket = bucket if bucket > 1 and not fixed_width else 0
         self.batches_per_epoch = len(dataset) // batch_size
-        self.skipped, self.too_long = set(), set()
+        self._unreadable, self.too_long = UnreadableImages(dataset), set()
         self._lock = threading.Lock()
         self._orders = collections.OrderedDict()  # epoch -> its batches, the newest two
         self._thread_state = threading.local()
+
+    @property
+    def skipped(self):
+        """The indices of the unreadable images met so far, each once."""
+        return list(self._unreadable.indices)
 
     @property
     def signature(self):
@@ -92,7 +99,7 @@ class StepBatches(object):
         epoch, position = divmod(int(step), self.batches_per_epoch)
         arrays, texts = [], []
         for slot, index in enumerate(self._epoch_batches(epoch)[position]):
-            sample = self._get(int(index), self._degrade(int(step), slot))
+            sample = self._unreadable.read(int(index), self._degrade(int(step), slot))
             if sample is not None and not self._fits(index, sample):
                 continue
             if sample is not None:
@@ -130,19 +137,6 @@ class StepBatches(object):
         rng.seed([self.seed % 2 ** 32, step % 2 ** 32, (step // 2 ** 32) % 2 ** 32, slot,
                   _AUGMENT_STREAM])
         return lambda image: self.augment(image, rng)
-
-    def _get(self, index, degrade=None):
-        if not hasattr(self.dataset, "safe_get"):
-            return self.dataset[index]
-        # Only an augmenting run passes ``degrade``: datasets of ready arrays need not take it.
-        sample = (self.dataset.safe_get(index, degrade) if degrade is not None
-                  else self.dataset.safe_get(index))
-        if sample is None and index not in self.skipped:
-            self.skipped.add(index)
-            if len(self.skipped) <= 5:
-                log.warning("skipping unreadable image %s (%d so far)",
-                            getattr(self.dataset, "describe", str)(index), len(self.skipped))
-        return sample
 
 
 class ArrayBatches(object):

@@ -19,6 +19,7 @@ from crnn_multigpu.runtime.checkpoints import (CONFIG_NAME, load_config, require
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image, make_batch
 from crnn_multigpu.datasets.language import get_language
+from crnn_multigpu.datasets.unreadable import UnreadableImages
 from crnn_multigpu.wrapper.devices import first_devices, session_config
 from crnn_multigpu.ocr.metrics import text_metrics
 from crnn_multigpu.ocr.word_frame import single_band_frame
@@ -72,9 +73,12 @@ def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_example
 
     Every label counts: an image that cannot be read (``safe_get`` returns None) is scored as
     an empty reading of its label (``dataset.texts``), so a set whose files are mostly missing
-    cannot score well. ``unreadable``, a list, receives their names (``dataset.describe``)."""
+    cannot score well. ``unreadable``, a list, receives their names (``dataset.describe``).
+    Images are read and skipped as in training (``datasets.unreadable``), without its
+    warnings as they are met: the caller names them all at the end."""
     total = len(dataset) if limit is None else min(limit, len(dataset))
-    predictions, truths, examples, missing = [], [], [], []
+    predictions, truths, examples = [], [], []
+    missing = UnreadableImages(dataset, warn_first=0)
     arrays, texts = [], []
 
     def flush():
@@ -89,9 +93,8 @@ def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_example
             progress(len(truths) + len(missing), total)
 
     for index in range(total):
-        sample = dataset.safe_get(index) if hasattr(dataset, "safe_get") else dataset[index]
+        sample = missing.read(index)
         if sample is None:
-            missing.append(index)
             continue
         arrays.append(sample[0])
         texts.append(sample[1])
@@ -101,7 +104,9 @@ def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_example
         flush()
     elif progress and missing and truths:  # the last images could not be read: it ends anyway
         progress(len(truths) + len(missing), total)
-    score_unreadable(dataset, missing, predictions, truths, unreadable)
+    score_unreadable(dataset, missing.indices, predictions, truths)
+    if unreadable is not None:
+        unreadable.extend(missing.names())
     if fold is not None:
         predictions, truths = [fold(text) for text in predictions], [fold(text) for text in truths]
     figures = text_metrics(predictions, truths)
@@ -109,18 +114,14 @@ def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_example
     return figures, examples
 
 
-def score_unreadable(dataset, indices, predictions, truths, names=None):
+def score_unreadable(dataset, indices, predictions, truths):
     """Add the samples ``indices`` of ``dataset`` that could not be read to ``predictions``
-    (as empty readings) and ``truths`` (their labels, ``dataset.texts``), and their names
-    (``dataset.describe``) to the list ``names`` when given. A dataset without a list of labels
-    (one whose samples are drawn when read) has none to score."""
+    (as empty readings) and ``truths`` (their labels, ``dataset.texts``). A dataset without a
+    list of labels (one whose samples are drawn when read) has none to score."""
     labels = getattr(dataset, "texts", None)
     if labels is not None and indices:
         truths.extend(labels[index] for index in indices)
         predictions.extend("" for _ in indices)
-    if names is not None:
-        describe = getattr(dataset, "describe", lambda index: "sample %d" % index)
-        names.extend(describe(index) for index in indices)
 
 
 def decode_rows(charset, ids):
