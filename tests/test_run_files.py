@@ -156,3 +156,12 @@ def test_a_charset_file_that_is_not_utf8_is_named(tiny_dataset, tmp_path, capsys
                                    "--charset", str(charset)] + TINY, capsys)
     assert line == "error: charset file %s is not UTF-8 text (byte 2, line 2); save it as UTF-8" \
         % charset
+
+
+def test_config_json_is_readable_as_the_umask_says(run_dir):
+    """The run's config.json is written whole through a temporary file; it gets the umask's
+    permissions, not a temporary file's 0600 (a shipped model's config must be readable by all)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    mode = os.stat(os.path.join(run_dir, "config.json")).st_mode & 0o777
+    assert mode == 0o666 & ~umask, oct(mode)

@@ -20,11 +20,11 @@ import json
 import logging
 import os
 import re
-import tempfile
 
 import numpy as np
 
 from crnn_multigpu.compat import tf
+from crnn_multigpu.files import written_whole
 
 log = logging.getLogger(__name__)
 
@@ -76,19 +76,13 @@ def one_line(error):
 
 
 def atomic_write_text(path, text):
-    """Write ``text`` to ``path`` through a temporary file and a rename: never half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(handle, "w") as stream:
+    """Write ``text`` to ``path`` whole and on disk (``files.written_whole``, then fsync), with
+    the permissions the umask gives: never half a file."""
+    with written_whole(path) as temporary:
+        with open(temporary, "w", encoding="utf-8") as stream:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
 
 
 def ensure_writable(directory):
