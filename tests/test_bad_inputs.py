@@ -355,19 +355,18 @@ def test_a_failed_export_leaves_nothing_behind(export_format, tiny_run, tmp_path
                                                monkeypatch):
     import errno
     from crnn_multigpu.cli import export
-    name = "export_checkpoint" if export_format == "checkpoint" else "export_saved_model"
-    real = getattr(export, name)
+    real = export.EXPORTS[export_format]
 
     def disk_full_at_the_end(recognizer, out_dir):
         real(recognizer, out_dir)
         raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(export, name, disk_full_at_the_end)
+    monkeypatch.setitem(export.EXPORTS, export_format, disk_full_at_the_end)
     out = str(tmp_path / "exported")
     argv = ["--checkpoint", tiny_run, "--out", out, "--format", export_format]
     code, err = cli(export.main, argv, capsys)
     assert "could not export to %s: No space left on device" % out in one_error_line(code, err)
     assert not os.path.exists(out) and leftovers(str(tmp_path)) == []
-    monkeypatch.setattr(export, name, real)
+    monkeypatch.setitem(export.EXPORTS, export_format, real)
     code, err = cli(export.main, argv, capsys)  # the retry is not blocked
     assert code == 0 and os.path.isdir(out) and leftovers(str(tmp_path)) == []
 
