@@ -214,6 +214,26 @@ def test_server_with_bad_cluster_file_exits_2_with_one_line(tmp_path):
     assert "Traceback" not in err and done.stdout == b""
 
 
+def test_server_on_a_taken_port_exits_2_with_one_line_naming_it(tmp_path):
+    """Issue 35: exit 1 and gRPC's own log lines on stderr before."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    try:
+        port = holder.getsockname()[1]
+        path = write_json(tmp_path / "c.json", {"worker": ["127.0.0.1:%d" % port]})
+        done = subprocess.run([sys.executable, "-m", "crnn_multigpu.cli.server", "--cluster",
+                               path, "--job", "worker", "--task", "0"], cwd=str(tmp_path),
+                              env=package_environment(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=HANG_GUARD)
+    finally:
+        holder.close()
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (2, b"", (
+        "error: cannot serve /job:worker/task:0 at 127.0.0.1:%d: port %d is already in use by "
+        "another program (another crnn-server?); choose another port for this task in the "
+        "cluster file (or $TF_CONFIG), or stop what holds it\n" % (port, port)))
+
+
 def test_local_servers_report_a_server_that_exits_before_serving(tmp_path):
     servers = LocalServers({"worker": ["127.0.0.1:notaport"]}, tmp_path, START_TIMEOUT,
                            STOP_TIMEOUT)

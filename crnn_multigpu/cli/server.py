@@ -87,7 +87,9 @@ def _serve(args):
     name = "/job:%s/task:%d" % (job, task)
     try:
         cluster_lib.start_server(cluster, job, task)
-    except Exception as error:  # e.g. the port is taken: TF raises UnknownError
+    except cluster_lib.PortInUse as error:
+        return _fail(error, EXIT_USAGE)
+    except Exception as error:  # noqa: B902 (whatever else stops gRPC from starting)
         return _fail("could not start %s at %s: %s" % (name, address, error), EXIT_FAILURE)
     sys.stdout.write("serving %s at %s\n" % (name, address))
     sys.stdout.flush()

@@ -11,6 +11,7 @@ A cluster is the dict ``tf.train.ClusterSpec`` takes::
 
 read from a JSON file or from the ``cluster`` key of ``TF_CONFIG``.
 """
+import errno
 import json
 import os
 import socket
@@ -150,12 +151,45 @@ def server_config():
     return session_config(1, allow_soft_placement=True)
 
 
+class PortInUse(OSError):
+    """A task's port is held by another program, so its server cannot listen there."""
+
+
+def _refuse_taken_port(job, task, address):
+    """Raise PortInUse when the port of ``address`` (``/job:<job>/task:<task>``'s) cannot be
+    listened on. gRPC would log its failure to stderr from C++ and TensorFlow raise a bare
+    "Could not start gRPC server": this says which port, before either starts."""
+    _, port = _parse_address(address, "/job:%s/task:%d" % (job, task))
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # Bound as the gRPC server binds, every interface with SO_REUSEADDR: a port a stopped server
+    # left in TIME_WAIT is free for it, one another program listens on is not.
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        probe.bind(("", port))
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            return  # not a taken port (e.g. a privileged one): TensorFlow says what it is
+        raise PortInUse("cannot serve /job:%s/task:%d at %s: port %d is already in use by "
+                        "another program (another crnn-server?); choose another port for this "
+                        "task in the cluster file (or $TF_CONFIG), or stop what holds it"
+                        % (job, task, address, port))
+    finally:
+        probe.close()
+
+
 def start_server(cluster, job, task, config=None):
-    """Start this process's ``tf.train.Server`` (gRPC) for ``/job:<job>/task:<task>``."""
-    check_task(cluster, job, task)
+    """Start this process's ``tf.train.Server`` (gRPC) for ``/job:<job>/task:<task>``;
+    PortInUse when its port is taken."""
+    address = check_task(cluster, job, task)
+    _refuse_taken_port(job, task, address)
     spec = cluster if isinstance(cluster, tf.train.ClusterSpec) else tf.train.ClusterSpec(cluster)
-    return tf.train.Server(spec, job_name=job, task_index=task, protocol="grpc",
-                           config=config if config is not None else server_config(), start=True)
+    try:
+        return tf.train.Server(spec, job_name=job, task_index=task, protocol="grpc",
+                               config=config if config is not None else server_config(),
+                               start=True)
+    except tf.errors.OpError:
+        _refuse_taken_port(job, task, address)  # taken since the check: say so
+        raise
 
 
 def cluster_towers(cluster, gpus_per_task=0):
