@@ -162,7 +162,7 @@ class Project(object):
 
     def read_page(self, path):
         """The non-empty rows of a page, pieces joined as the model's language joins them."""
-        from crnn_multigpu.ocr.inference import read_page_lines
+        from crnn_multigpu.ocr.page_reader import read_page_lines
         from crnn_multigpu.ocr.page import page_text
         with Image.open(path) as image:
             _, boxes, texts = read_page_lines(self.recognizer, image)

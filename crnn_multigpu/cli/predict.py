@@ -5,9 +5,10 @@ Every image is read by the shipped text model (models/text: case, spaces, punctu
 crop that is one band of ink (cut tight around letters without ascenders or descenders) is
 also read with a line's room above and below it (crnn_multigpu.ocr.word_frame), the more
 probable reading kept. ``--lines``: the images are whole printed lines.
-``--page``: the images are printed pages: each is straightened and split into its columns
-(crnn_multigpu.ocr.page_layout), its lines found (crnn_multigpu.ocr.page) and read, and its text printed
-one line per line, column after column, pages separated by a form feed.
+``--page``: the images are printed pages: each is turned upright (crnn_multigpu.ocr.page_reader),
+straightened and split into its columns (crnn_multigpu.ocr.page_layout), its lines found
+(crnn_multigpu.ocr.page) and read, and its text printed one line per line, column after column,
+pages separated by a form feed.
 ``--engine onnx --checkpoint EXPORT``: the model is run by onnxruntime from what
 ``crnn-export --format onnx`` wrote (TensorFlow's readings, without TensorFlow running it).
 """
@@ -29,8 +30,9 @@ def build_parser():
                            "read by the shipped text model unless --checkpoint names another")
     kind.add_argument("--page", action="store_true",
                       help="the images are printed pages (scans at any dpi, turned by up to 5 "
-                           "degrees, one or two columns): find their lines and print each "
-                           "page's text, one line per line, column after column (no photos)")
+                           "degrees or by a multiple of 90, one or two columns): find their "
+                           "lines and print each page's text, one line per line, column after "
+                           "column (no photos)")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
     add_reading_arguments(parser, picture_help="write a PNG grid of the inputs with their "
                                                "predictions (--page: the page with its line "
@@ -39,12 +41,25 @@ def build_parser():
     return parser
 
 
+# How a page lies that the page reader turned by this many degrees counter-clockwise to read.
+TURNED = {90: "by 90 degrees clockwise", 180: "upside down (by 180 degrees)",
+          270: "by 90 degrees counter-clockwise"}
+
+
 def read_page(recognizer, path, picture=None):
-    """The text of the page image at ``path``, one line per text line (see crnn_multigpu.ocr.page)."""
+    """The text of the page image at ``path``, one line per text line (see
+    crnn_multigpu.ocr.page_reader); a note on stderr when the page lay turned."""
     from crnn_multigpu.datasets.images import grey_page
-    from crnn_multigpu.ocr.inference import read_page_lines
     from crnn_multigpu.ocr.page import draw_lines, page_text
-    page, boxes, texts = read_page_lines(recognizer, grey_page(path))
+    from crnn_multigpu.ocr.page_reader import UnknownOrientation, read_page_lines
+
+    def note(turn):
+        sys.stderr.write("note: %s lies turned %s: read turned back upright\n"
+                         % (path, TURNED[turn]))
+    try:
+        page, boxes, texts = read_page_lines(recognizer, grey_page(path), on_turn=note)
+    except UnknownOrientation as error:
+        raise UnknownOrientation("page %s: %s" % (path, error))
     if picture:
         from crnn_multigpu.ocr.picture import label_font
         draw_lines(page, boxes, texts, picture, font=label_font(14))

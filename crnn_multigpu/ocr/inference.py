@@ -343,31 +343,3 @@ class Recognizer(TextReader):
 
     def close(self):
         self.session.close()
-
-
-# Measured on 300 and 110 dpi manual pages (50 lines, 13-1282 px wide at height 32): batches of
-# 8 width-sorted lines read a page in 0.4 of the time one width-sorted batch of 64 takes.
-PAGE_LINES_PER_BATCH = 8
-
-
-def read_page_lines(recognizer, image):
-    """``(page, boxes, texts)`` of a page image (PIL, any mode, brought to grey by
-    :func:`~crnn_multigpu.datasets.images.grey_page`): the page turned straight
-    (:func:`crnn_multigpu.ocr.page_layout.deskew`), its columns found, the lines of each found and
-    framed by :func:`crnn_multigpu.ocr.page.line_crops`, then read by ``recognizer``. ``boxes``
-    are in the straightened ``page``; their rows run column after column, left to right."""
-    from crnn_multigpu.datasets.images import grey_page
-    from crnn_multigpu.ocr.page import line_crops
-    from crnn_multigpu.ocr.page_layout import deskew, find_columns
-    page, _ = deskew(grey_page(image))
-    boxes, crops = [], []
-    for left, right in find_columns(page):
-        column_boxes, column_crops = line_crops(page.crop((left, 0, right, page.height)))
-        first_row = max([box.row for box in boxes] or [-1]) + 1
-        boxes.extend(box._replace(left=box.left + left, right=box.right + left,
-                                  row=box.row + first_row) for box in column_boxes)
-        crops.extend(column_crops)
-    arrays = [load_image(crop, recognizer.height) for crop in crops]
-    # A page's lines run from one word to the full measure: small batches of similar widths.
-    texts = recognizer.recognize_arrays(arrays, batch_size=PAGE_LINES_PER_BATCH)[0]
-    return page, boxes, texts
