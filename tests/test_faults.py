@@ -124,6 +124,75 @@ def test_signal_saves_and_says_how_to_resume(tiny_dataset, tmp_path, sig):
     assert readable_step(out) == stopped_at
 
 
+# A model that stops where the test wants the signal to land, until the file $BLOCK_RELEASE
+# exists: in its __init__ (crnn-train is setting up) or in every training step.
+BLOCKING_MODEL = """
+import os
+import sys
+import time
+
+import numpy as np
+
+from crnn_multigpu.compat import tf
+from tests.models_for_tools import SmallConvCTC
+
+
+def _block(where):
+    sys.stderr.write("test model: blocked in %s\\n" % where)
+    sys.stderr.flush()
+    while not os.path.exists(os.environ["BLOCK_RELEASE"]):  # a state, polled
+        time.sleep(0.01)
+    return np.float32(0)
+
+
+class Blocking(SmallConvCTC):
+    def __init__(self, **kwargs):
+        if os.environ["BLOCK_WHERE"] == "__init__":
+            _block("__init__")
+        SmallConvCTC.__init__(self, **kwargs)
+        if os.environ["BLOCK_WHERE"] == "step":
+            gate = tf.py_func(lambda: _block("a step"), [], tf.float32, stateful=True)
+            self.loss = self.loss + tf.stop_gradient(gate)
+"""
+
+
+@pytest.mark.parametrize("where, situation", [("__init__", "while setting up"),
+                                              ("step", "at step 0, before it completed")])
+def test_a_stop_signal_before_the_first_step_completes_leaves_at_once(where, situation,
+                                                                     tiny_dataset, tmp_path):
+    """Issue 35: with --towers 99 the first step takes a minute, and SIGTERM, acknowledged at
+    once, was acted on after it; during set-up it killed the process without a word. Until
+    the first step completes there is nothing to save, so the process leaves at once: the
+    model here blocks until released, so waiting for the step shows as the acknowledgement
+    ("stopping after the step in progress"), not as a hang."""
+    (tmp_path / "blocking_model_35.py").write_text(BLOCKING_MODEL)
+    out, log_path, release = str(tmp_path / "run"), str(tmp_path / "log"), tmp_path / "release"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(tmp_path)]),
+               PYTHONUNBUFFERED="1", BLOCK_WHERE=where, BLOCK_RELEASE=str(release))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "crnn_multigpu.cli.train", "--train", tiny_dataset, "--out", out,
+         "--model-class", "blocking_model_35:Blocking", "--width", "0", "--towers", "2",
+         "--batch-size", "8", "--steps", str(ENDLESS), "--log-every", "1"],
+        stdout=open(log_path, "w"), stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_until(lambda: "test model: blocked in" in open(log_path).read(), process, log_path,
+                   "the model blocked")
+        process.send_signal(signal.SIGTERM)
+        wait_until(lambda: process.poll() is not None or
+                   "stopping after the step in progress" in open(log_path).read(),
+                   process, log_path, "the exit or its acknowledgement")
+    finally:
+        release.write_text("")
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    lines = open(log_path).read().splitlines()
+    assert (process.returncode, lines[-1]) == (128 + signal.SIGTERM, (
+        "SIGTERM received %s: nothing to save; run the same command again" % situation)), lines
+    assert not [line for line in lines if "] step " in line]
+    assert latest_checkpoint(out) is None
+
+
 def test_failed_save_keeps_the_previous_checkpoint(tmp_path, make_session):
     variable = tf.get_variable("v", initializer=1.0)
     saver = CheckpointSaver(str(tmp_path))

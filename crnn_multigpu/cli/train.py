@@ -33,7 +33,7 @@ from crnn_multigpu.wrapper.devices import (close_session, cpu_devices, session_c
 from crnn_multigpu.ocr.inference import evaluate_dataset, read_batch
 from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS
 from crnn_multigpu.wrapper.towers import MultiGpuModel
-from crnn_multigpu.runtime.training import Trainer
+from crnn_multigpu.runtime.training import StopRequested, Trainer
 
 log = logging.getLogger("crnn_multigpu.train")
 
@@ -373,12 +373,16 @@ def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     args.out = os.path.abspath(args.out)  # cluster servers resolve relative paths their own way
-    charset, model_cls, config = run_settings(args)
-    ensure_writable(args.out)
-    # One trainer at a time: two in a folder would save over each other's checkpoints. Taken
-    # before the datasets are read, so that a second trainer is refused at once.
-    with run_folder_lock(args.out):
-        return train_run(args, charset, model_cls, config)
+    # SIGINT/SIGTERM from here on: a clean stop, at once while there is nothing to save (set-up
+    # and the first step, a minute with 99 towers), else after the step in progress, saved.
+    with StopRequested(args.out, owns_process=True) as stop:
+        stop.nothing_to_save("while setting up: nothing to save; run the same command again")
+        charset, model_cls, config = run_settings(args)
+        ensure_writable(args.out)
+        # One trainer at a time: two in a folder would save over each other's checkpoints.
+        # Taken before the datasets are read, so that a second trainer is refused at once.
+        with run_folder_lock(args.out):
+            return train_run(args, charset, model_cls, config, stop)
 
 
 def run_settings(args):
@@ -394,9 +398,9 @@ def run_settings(args):
     return charset, model_cls, run_config(args, charset, model_cls)
 
 
-def train_run(args, charset, model_cls, config):
+def train_run(args, charset, model_cls, config, stop):
     """Read the data, check and record the run folder, build the towers and train; the exit
-    code. The caller holds the run folder's lock."""
+    code. The caller holds the run folder's lock and the entered StopRequested ``stop``."""
     time_steps = model_class.time_steps(model_cls, args.width) if args.width else None
     train_set = open_dataset(args.train, charset=charset, time_steps=time_steps)
     val_set = open_dataset(args.val, charset=charset, time_steps=time_steps) if args.val else None
@@ -429,7 +433,7 @@ def train_run(args, charset, model_cls, config):
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
     final = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0,
                           model_cls, []) if val_set else None
-    return run_session(args, trainer, target, n_cpus, final)
+    return run_session(args, trainer, target, n_cpus, final, stop)
 
 
 def build_towers(args, model_cls, config, towers, variable_device, batches):
@@ -468,10 +472,11 @@ def build_trainer(args, wrapper, batch_for_step, validate, init_from):
                        on_nonfinite=args.on_nonfinite, feed=feed, init_from=init_from)
 
 
-def run_session(args, trainer, target, n_cpus, final_validation):
-    """Train to --stop-at or --steps in a session, then (having reached --steps) run
-    ``final_validation`` (made with a list for the unreadable images' names) and print its
-    figures; the exit code: 128 + the signal that stopped training, else 0."""
+def run_session(args, trainer, target, n_cpus, final_validation, stop):
+    """Train to --stop-at or --steps in a session (``stop``: the StopRequested it heeds), then
+    (having reached --steps) run ``final_validation`` (made with a list for the unreadable
+    images' names) and print its figures; the exit code: 128 + the signal that stopped
+    training, else 0."""
     settings = session_config(n_cpus)
     if args.cluster:
         # gRPC waits for a killed or hung task forever, inside C++ where Ctrl-C cannot reach.
@@ -480,13 +485,16 @@ def run_session(args, trainer, target, n_cpus, final_validation):
     try:
         try:
             final_step = trainer.train(session, min(args.steps, args.stop_at or args.steps),
-                                       resume=args.resume)
+                                       resume=args.resume, stop=stop)
         except (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
                 tf.errors.AbortedError) as error:
             if not args.cluster:
                 raise
             raise cluster_failure(args, error)
         if final_validation is not None and final_step >= args.steps:
+            stop.nothing_to_save("after step %d was saved: nothing to save; crnn-evaluate "
+                                 "--checkpoint %s --data %s gives the final figures"
+                                 % (final_step, args.out, args.val))
             report_final_validation(args, final_validation(session), final_step,
                                     final_validation.unreadable)
     finally:

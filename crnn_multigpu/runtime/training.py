@@ -23,6 +23,7 @@ import socket
 import sys
 import threading
 import time
+from contextlib import nullcontext
 
 from crnn_multigpu.runtime.checkpoints import CheckpointSaver, NonFiniteStateError, WarmStart
 from crnn_multigpu.compat import tf
@@ -48,13 +49,29 @@ class StopRequested(object):
     the main thread waits inside TensorFlow: on the first it says what will happen, on the
     second it ends the process without saving. That is as safe as a kill: checkpoints are
     written to new files and named only when complete, so the newest one stays readable.
+
+    ``owns_process`` (a tool's main, not a library caller): while ``nothing_to_save`` says the
+    state on disk is the state (setting up, the first step of a run, which with many towers
+    takes a minute), the first signal also ends the process at once, as there is nothing to
+    wait for.
     """
 
-    def __init__(self, run_dir=None):
+    def __init__(self, run_dir=None, owns_process=False):
         self.signal_name, self.signal_number = None, None
         self.run_dir = run_dir
+        self.owns_process = owns_process
         self._previous = {}
         self._watcher = None
+        self._unchanged = None  # where the process is while it has nothing to save, or None
+        self._unchanged_lock = threading.Lock()
+
+    def nothing_to_save(self, situation):
+        """Say whether the process has anything to save: while it has not, ``situation`` says
+        where it is and what to do, as the end of the line the watcher prints on leaving
+        ("while setting up: nothing to save; run the same command again"); None once a step
+        has changed the state."""
+        with self._unchanged_lock:  # the watcher never leaves on a stale answer
+            self._unchanged = situation
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
@@ -88,6 +105,10 @@ class StopRequested(object):
                 where = "the newest checkpoint in %s" % self.run_dir if self.run_dir else \
                     "the newest checkpoint"
                 if seen == 1:
+                    with self._unchanged_lock:
+                        if self.owns_process and self._unchanged is not None:
+                            _stderr_line("%s received %s" % (name, self._unchanged))
+                            os._exit(128 + number)
                     _stderr_line("%s: stopping after the step in progress, then saving; send it "
                                  "again (Ctrl-C) to leave at once without saving" % name)
                 else:
@@ -217,13 +238,15 @@ class Trainer(object):
             self._print("resumed from %s at step %d" % (path, step))
         return step
 
-    def train(self, session, steps, resume=False):
+    def train(self, session, steps, resume=False, stop=None):
         """Train until the global step reaches ``steps``; returns the final global step.
 
         The state reached is saved at the end, also after an error or a signal. Raises
         ``CheckpointSaveError`` when that final save fails (the work since the last good
         checkpoint is lost) and ``NonFiniteStateError`` when the variables went NaN/Inf
-        (nothing is saved; the last good checkpoint stays the newest).
+        (nothing is saved; the last good checkpoint stays the newest). ``stop``: the caller's
+        entered :class:`StopRequested` (a tool's, taken before it set up); default: one of its
+        own while the steps run.
         """
         step = self.restore_or_initialize(session, resume)
         if self.is_chief:
@@ -234,10 +257,13 @@ class Trainer(object):
             (s, self.batch_for_step(s)) for s in itertools.count(step * self.accumulate))
         window, last = _ProgressWindow(measures_wait=not feed_free), {}
         try:
-            with StopRequested(self.run_dir) as stop:
+            with StopRequested(self.run_dir) if stop is None else nullcontext(stop) as stop:
+                stop.nothing_to_save("at step %d, before it completed: nothing to save; run "
+                                     "the same command again" % step)
                 while step < steps and not stop:
                     ran = self._optimizer_step(session, step, batches, last, window)
                     step += 1
+                    stop.nothing_to_save(None)  # (a skipped batch advanced the step too)
                     if ran:
                         if self.writer is not None and "summary" in last:
                             self.writer.add_summary(last.pop("summary"), step)
