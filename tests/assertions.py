@@ -1,4 +1,7 @@
 """Assertions and session helpers several test files share."""
+import contextlib
+import io
+
 import numpy as np
 import pytest
 
@@ -103,3 +106,12 @@ def one_error_line(code, err):
     lines = [line for line in err.splitlines() if line.strip() and not line.startswith("INFO ")]
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, err)
     return lines[0]
+
+
+def run_tool(main, argv):
+    """``(exit code, stdout, stderr)`` of a tool's ``main(argv)`` run in this process, in a
+    graph of its own."""
+    out, err = io.StringIO(), io.StringIO()
+    with tf.Graph().as_default(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()

@@ -2,8 +2,6 @@
 (tests/models_for_tools.py: all-convolutional, the width downsampled by 8), its config.json
 names the class, and crnn-evaluate, crnn-predict and crnn-export read the run without the flag.
 A --model-class that cannot be used is one error line in every tool."""
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -11,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from assertions import levenshtein, one_error_line
+from assertions import levenshtein, one_error_line, run_tool
 from crnn_multigpu.cli import evaluate, export, predict, reading, train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image, make_batch, read_labels
@@ -23,14 +21,6 @@ from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 
 SPEC = "tests.models_for_tools:SmallConvCTC"
 STEPS = 6
-
-
-def run_tool(main, argv):
-    """``(exit code, stdout, stderr)`` of a tool run in its own graph."""
-    out, err = io.StringIO(), io.StringIO()
-    with tf.Graph().as_default(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ and what it raised or gave, exit code 2: never a traceback, a numpy message or a
 The failing classes live in a module written to tmp_path and put on sys.path (the tools import
 it as a user's module); they are SmallConvCTC (tests/models_for_tools.py) with one thing wrong.
 """
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -17,9 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assertions import one_error_line
+from assertions import one_error_line, run_tool
 from crnn_multigpu.cli import evaluate, export, predict, train
-from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import read_labels
 
 MODULE = "model_class_hooks_35"
@@ -73,14 +70,6 @@ class PairedLogProb(SmallConvCTC):
 """
 EXITS = "import sys\nsys.exit(3)\n"
 SEE = "fix the class (see crnn_multigpu.ocr.model_class) or name another with --model-class"
-
-
-def run_tool(main, argv):
-    """``(exit code, stdout, stderr)`` of a tool run in its own graph."""
-    out, err = io.StringIO(), io.StringIO()
-    with tf.Graph().as_default(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
