@@ -108,6 +108,16 @@ def one_error_line(code, err):
     return lines[0]
 
 
+def run_captured(main, argv, capsys):
+    """``(exit code, stdout, stderr)`` of a tool's ``main(argv)`` in a graph of its own, read
+    through pytest's ``capsys`` (which also holds what logging wrote); a traceback fails."""
+    with tf.Graph().as_default():
+        code = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return code, out, err
+
+
 def run_tool(main, argv):
     """``(exit code, stdout, stderr)`` of a tool's ``main(argv)`` run in this process, in a
     graph of its own."""

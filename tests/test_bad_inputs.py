@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 import toy_models as toys
-from assertions import one_error_line
+from assertions import one_error_line, run_captured
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.ocr.charset import Charset
 from crnn_multigpu.cli import evaluate, generate, train
@@ -25,11 +25,8 @@ from waiting import HANG_GUARD
 
 
 def cli(main, argv, capsys):
-    graph = tf.Graph()
-    with graph.as_default():
-        code = main(argv)
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
+    """``(exit code, stderr)`` of a tool run in-process (``assertions.run_captured``)."""
+    code, _, err = run_captured(main, argv, capsys)
     return code, err
 
 

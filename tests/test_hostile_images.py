@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from assertions import run_captured
 from crnn_multigpu.cli import evaluate, predict
-from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image, open_dataset
 from crnn_multigpu.datasets.images import MAX_PIXELS_ENV
 
@@ -46,14 +46,6 @@ def hostile(tiny_dataset, tmp_path):
                 nan=nan_tiff(str(tmp_path / "nan.tif"), good[0]))
 
 
-def run(main, argv, capsys):
-    with tf.Graph().as_default():
-        code = main(argv)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return code, out, err
-
-
 def test_the_loader_names_the_file_and_the_reason(hostile):
     with pytest.raises(ValueError, match="cannot read image .*bomb.png: .*%s" % MAX_PIXELS_ENV):
         load_image(hostile["bomb"])
@@ -67,17 +59,17 @@ def test_the_loader_names_the_file_and_the_reason(hostile):
 
 
 def test_predict_skips_each_bad_image_and_reads_its_neighbours_as_alone(hostile, capsys):
-    alone = run(predict.main, hostile["good"], capsys)[1].splitlines()
+    alone = run_captured(predict.main, hostile["good"], capsys)[1].splitlines()
     mixed = [hostile["good"][0], hostile["bomb"], hostile["good"][1], hostile["nan"]] + \
         hostile["good"][2:]
-    code, out, err = run(predict.main, mixed, capsys)
+    code, out, err = run_captured(predict.main, mixed, capsys)
     assert code == 0 and out.splitlines() == alone
     skipped = [line for line in err.splitlines() if line.startswith("skipped: ")]
     assert len(skipped) == 2 and "bomb.png" in skipped[0] and "nan.tif" in skipped[1], err
 
 
 def test_a_bomb_page_is_one_error_line(hostile, capsys):
-    code, _, err = run(predict.main, ["--page", hostile["bomb"]], capsys)
+    code, _, err = run_captured(predict.main, ["--page", hostile["bomb"]], capsys)
     lines = [line for line in err.splitlines() if line.strip() and not line.startswith("INFO ")]
     assert code == 2 and len(lines) == 1, err
     assert lines[0].startswith("error: cannot read image ") and "bomb.png" in lines[0]
@@ -90,7 +82,7 @@ def test_evaluate_counts_bad_images_as_unreadable(tiny_dataset, hostile, tmp_pat
     shutil.copy(hostile["nan"], os.path.join(root, "images", "nan.tif"))
     with open(os.path.join(root, "labels.txt"), "a") as labels:
         labels.write("images/bomb.png\tboom\nimages/nan.tif\tnan\n")
-    code, out, err = run(evaluate.main, ["--data", root], capsys)
+    code, out, err = run_captured(evaluate.main, ["--data", root], capsys)
     figures = json.loads(out.strip().splitlines()[-1])
     # Issue 35: every label is scored (the two as wrong, empty readings), and both are named.
     assert code == 0 and figures["unreadable"] == 2 and figures["n"] == len(open_dataset(root))
@@ -106,7 +98,8 @@ def test_evaluate_counts_bad_images_as_unreadable(tiny_dataset, hostile, tmp_pat
 def test_a_blank_image_reads_as_nothing(hostile, tmp_path, capsys, mode):
     blank = str(tmp_path / "blank.png")
     Image.new("L", (200, 40), 231).save(blank)
-    code, out, _ = run(predict.main, mode + ["--with-prob", blank, hostile["good"][0]], capsys)
+    code, out, _ = run_captured(predict.main, mode + ["--with-prob", blank, hostile["good"][0]],
+                                capsys)
     rows = [line.split("\t") for line in out.splitlines()]
     assert code == 0 and rows[0] == [blank, "", "0.0000"], rows
     assert rows[1][1], "an inked image beside it is still read"

@@ -12,23 +12,14 @@ import os
 import pytest
 from PIL import Image
 
-from assertions import one_error_line
+from assertions import one_error_line, run_captured
 from crnn_multigpu import files
 from crnn_multigpu.cli import export, generate, main_job, predict, train
-from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import open_dataset
 from crnn_multigpu.datasets import lmdb_format
 
 FULL = "no space left on the disk: free space and run the same command again"
 DENIED = "permission denied: write somewhere you may, or fix the folder's permissions"
-
-
-def cli(main, argv, capsys):
-    with tf.Graph().as_default():
-        code = main(argv)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err, err
-    return code, out, err
 
 
 def everything_in(folder):
@@ -62,11 +53,13 @@ def test_predict_picture_on_a_full_disk(tiny_dataset, tmp_path, capsys, monkeypa
         os.path.join(tiny_dataset, "images")))[0])
     picture = str(tmp_path / "grid.png")
     restore = failing_save(monkeypatch, OSError(errno.ENOSPC, "No space left on device"))
-    code, _, err = cli(predict.main, ["--model", "words", image, "--picture", picture], capsys)
+    code, _, err = run_captured(predict.main, ["--model", "words", image, "--picture", picture],
+                                capsys)
     assert one_error_line(code, err) == "error: cannot write %s: %s" % (picture, FULL)
     assert everything_in(str(tmp_path)) == []  # nothing half-written blocks the rerun
     restore()
-    code, _, err = cli(predict.main, ["--model", "words", image, "--picture", picture], capsys)
+    code, _, err = run_captured(predict.main, ["--model", "words", image, "--picture", picture],
+                                capsys)
     assert code == 0 and everything_in(str(tmp_path)) == ["grid.png"], err
 
 
@@ -83,14 +76,14 @@ def test_generate_folder_on_a_full_disk(tmp_path, capsys, monkeypatch):
     out = str(tmp_path / "set")
     argv = ["--out", out, "--count", "5", "--workers", "1", "--quiet"]
     restore = failing_save(monkeypatch, OSError(errno.ENOSPC, "No space left on device"), 2)
-    code, _, err = cli(generate.main, argv, capsys)
+    code, _, err = run_captured(generate.main, argv, capsys)
     assert one_error_line(code, err) == "error: cannot write %s: %s" % (
         os.path.join(out, "images", "000000002.png"), FULL)
     # Whole images and the charset only: no half image, and no labels.txt (not a dataset).
     assert everything_in(out) == ["charset.txt", "images", os.path.join("images", "000000000.png"),
                                   os.path.join("images", "000000001.png")]
     restore()
-    code, _, err = cli(generate.main, argv, capsys)  # the rerun needs no --overwrite
+    code, _, err = run_captured(generate.main, argv, capsys)  # the rerun needs no --overwrite
     assert code == 0 and len(open_dataset(out)) == 5, err
 
 
@@ -103,8 +96,8 @@ def test_labels_that_cannot_be_written_leave_no_dataset(tmp_path, capsys, monkey
             raise PermissionError(errno.EACCES, "Permission denied")
         return real(source, target)
     monkeypatch.setattr(files.os, "replace", denied)
-    code, _, err = cli(generate.main, ["--out", out, "--count", "3", "--workers", "1", "--quiet"],
-                       capsys)
+    argv = ["--out", out, "--count", "3", "--workers", "1", "--quiet"]
+    code, _, err = run_captured(generate.main, argv, capsys)
     assert one_error_line(code, err) == "error: cannot write %s: %s" % (
         os.path.join(out, "labels.txt"), DENIED)
     assert "labels.txt" not in everything_in(out) and not any(
@@ -118,14 +111,15 @@ def lmdb_argv(out):
 def test_generate_lmdb_checks_free_space_before_writing(tmp_path, capsys, monkeypatch):
     out = str(tmp_path / "set")
     monkeypatch.setattr(files, "free_bytes", lambda folder: 2 ** 20 // 2)
-    code, _, err = cli(generate.main, lmdb_argv(out), capsys)
+    code, _, err = run_captured(generate.main, lmdb_argv(out), capsys)
     line = one_error_line(code, err)
     assert line.startswith("error: cannot write %s: it needs about " % os.path.join(
         out, "data.mdb")) and line.endswith(
             ", and 0 MB are free on its disk: free space and run the same command again"), line
     assert everything_in(out) == ["charset.txt"]
     monkeypatch.undo()
-    code, _, err = cli(generate.main, lmdb_argv(out), capsys)  # the rerun needs no --overwrite
+    # The rerun needs no --overwrite.
+    code, _, err = run_captured(generate.main, lmdb_argv(out), capsys)
     assert code == 0 and len(open_dataset(out)) == 5, err
     # No lock file: its sparse memory map killed crnn-generate with SIGBUS on a full disk.
     assert everything_in(out) == ["charset.txt", "data.mdb"]
@@ -139,7 +133,7 @@ def test_an_lmdb_commit_that_fails_leaves_nothing(tmp_path, capsys, monkeypatch)
         # What LMDB raised at the commit when the disk filled (measured on ext4 and tmpfs).
         raise lmdb.Error("mdb_txn_commit: Input/output error")
     monkeypatch.setattr(lmdb_format, "require_space", commit_fails)
-    code, _, err = cli(generate.main, lmdb_argv(out), capsys)
+    code, _, err = run_captured(generate.main, lmdb_argv(out), capsys)
     assert one_error_line(code, err) == (
         "error: cannot write %s: mdb_txn_commit: Input/output error: check the folder and the "
         "disk, then run the same command again" % os.path.join(out, "data.mdb"))
@@ -176,7 +170,7 @@ def test_an_out_that_names_a_file(tool, inside, tmp_path, capsys):
     afile = tmp_path / "afile.txt"
     afile.write_text(u"mine")
     out = str(afile / "run") if inside else str(afile)
-    code, _, err = cli(main, argv + ["--out", out], capsys)
+    code, _, err = run_captured(main, argv + ["--out", out], capsys)
     assert one_error_line(code, err) == "error: --out must name a folder, but %s%s is a file: " \
         "pass a folder (new or existing)" % (afile, " (in %s)" % out if inside else "")
     assert everything_in(str(tmp_path)) == ["afile.txt"] and afile.read_text() == u"mine"
