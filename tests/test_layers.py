@@ -115,6 +115,9 @@ def test_batch_norm_builds_its_cond_as_graph_ops_and_leaves_the_setting(graph):
 
 
 def test_batch_norm_inside_a_function_graph_computes_the_same(graph):
+    # ... and leaves the process's control-flow setting as it was (TF 1.15 reports it on inside
+    # a function graph: turning it "back" on there switched v2 on for every later graph).
+    setting = tf.control_flow_v2_enabled()
     x = tf.constant(np.random.RandomState(2).randn(8, 4, 4, 3).astype(np.float32))
     training = tf.placeholder_with_default(False, [])
     # Resource variables: TF 1.15's reference variables cannot be updated in a function.
@@ -130,6 +133,7 @@ def test_batch_norm_inside_a_function_graph_computes_the_same(graph):
         return result
 
     y_inside = normalise(x, training)
+    assert tf.control_flow_v2_enabled() == setting
     assert seen and FUNCTIONAL_CONDS & set(seen), sorted(set(seen))
     for flag in (True, False):
         outside, inside = _run([y_outside, y_inside], {training: flag})

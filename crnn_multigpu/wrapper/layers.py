@@ -155,9 +155,10 @@ def _graph_cond(pred, true_fn, false_fn):
     gradient into two more: measured on TF 2.21, the 14 batch-norm conds of a two-tower CRNN
     took a third of the graph's 3.5 s build and half a second of its first step, for the same
     step time afterwards. The caller's setting is restored at once; inside a function graph
-    (``tf.function``) TensorFlow builds the functional form whatever the setting.
+    (``tf.function``) TensorFlow builds the functional form whatever the setting, and reports
+    the setting as on there: toggling it would switch it on for the whole process.
     """
-    if not tf.control_flow_v2_enabled():
+    if not tf.control_flow_v2_enabled() or tf.get_default_graph().building_function:
         return tf.cond(pred, true_fn, false_fn)
     tf.disable_control_flow_v2()
     try:
