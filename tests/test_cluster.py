@@ -395,14 +395,15 @@ def test_crnn_train_drives_the_cluster_and_the_chief_checkpoints(local_cluster, 
 
 def cluster_training(servers, tiny_dataset, tmp_path, *extra):
     """crnn-train on ``servers``' cluster in a process of its own, for far more steps than
-    the test lets it reach; stderr goes to a file."""
+    the test lets it reach; stderr goes to a file. The tool's own --step-timeout (120 s) unless
+    ``extra`` says otherwise: under load a healthy first step has taken over 10 s."""
     log_path = str(tmp_path / "train.err")
     with open(log_path, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "crnn_multigpu.cli.train", "--cluster",
                                  servers.cluster_file, "--train", tiny_dataset, "--out",
                                  str(tmp_path / "run"), "--model", "tiny", "--batch-size", "8",
                                  "--steps", "100000", "--log-every", "1", "--validate-every",
-                                 "0", "--step-timeout", "10"] + list(extra),
+                                 "0"] + list(extra),
                                 cwd=str(tmp_path), env=package_environment(), stdout=subprocess.PIPE,
                                 stderr=err, preexec_fn=default_sigint)
     return proc, log_path
@@ -417,8 +418,10 @@ def error_lines(log_path):
 def test_a_worker_killed_mid_training_is_one_line_and_the_checkpoint_stays(local_cluster,
                                                                           tiny_dataset, tmp_path):
     from crnn_multigpu.runtime.checkpoints import latest_checkpoint
+    # The kill is found by --step-timeout: long enough for a healthy first step under load
+    # (over 10 s seen), short enough to keep the test near a minute (the final save waits as long).
     proc, log_path = cluster_training(local_cluster, tiny_dataset, tmp_path,
-                                      "--checkpoint-every", "3")
+                                      "--checkpoint-every", "3", "--step-timeout", "25")
     try:
         with local_cluster.logs_on_failure():
             run_dir = str(tmp_path / "run")
@@ -451,7 +454,8 @@ def test_a_worker_port_that_is_not_tensorflow_is_one_line(tiny_dataset, tmp_path
     try:
         servers.start("worker", 0)
         servers.wait_until_serving()
-        proc, log_path = cluster_training(servers, tiny_dataset, tmp_path)
+        # A task that never answers is found by the timeout alone: 10 s keeps the test short.
+        proc, log_path = cluster_training(servers, tiny_dataset, tmp_path, "--step-timeout", "10")
         try:
             assert proc.wait(timeout=HANG_GUARD) == 2, open(log_path).read()
         finally:
