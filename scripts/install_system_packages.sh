@@ -15,7 +15,8 @@ set -euo pipefail
 MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils
 fonts-wqy-microhei"
 CHINESE="fonts-noto-cjk fonts-noto-cjk-extra fonts-wqy-zenhei fonts-wqy-microhei fonts-droid-fallback
-fonts-lxgw-wenkai fonts-smiley-sans texlive-lang-chinese poppler-data debian-reference-zh-cn"
+fonts-lxgw-wenkai fonts-smiley-sans fonts-hanazono fonts-babelstone-han fonts-cns11643-kai
+fonts-cns11643-sung texlive-lang-chinese poppler-data debian-reference-zh-cn"
 FONTS="fonts-roboto fonts-roboto-slab fonts-open-sans fonts-lato fonts-crosextra-carlito
 fonts-crosextra-caladea fonts-ebgaramond fonts-linuxlibertine fonts-sil-gentium fonts-sil-charis
 fonts-sil-andika fonts-firacode fonts-hack fonts-cantarell fonts-go fonts-jetbrains-mono fonts-stix
