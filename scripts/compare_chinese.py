@@ -58,6 +58,7 @@ from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics 
 from page_check import (labelled_rows, layout_rows, rows_read_exactly,  # noqa: E402
                         truth_rows)
 from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
+from reports import fail  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CHECKPOINT = os.path.join(ROOT, "models", "zh")
@@ -75,11 +76,6 @@ LINES_PER_MAN_PAGE = 3  # lines are spread over many man pages, not a few long o
 TESSERACT_LINE_PSM, TESSERACT_PAGE_PSM = 7, 4
 ZH = get_language("zh")
 FOLD = scoring_fold(nfkc_blank_blind=True)
-
-
-def fail(message):
-    """Stop with one line ``error: message``."""
-    sys.exit("error: " + message)
 
 
 # ----- the peers and what they need ------------------------------------------------------

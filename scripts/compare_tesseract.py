@@ -47,6 +47,7 @@ from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics 
 from page_check import layout_rows, page_numbers, rows_read_exactly  # noqa: E402
 from pdf_words import MARGIN_PT, find_words, word_crop  # noqa: E402
 from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
+from reports import fail  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The reserved PDFs (Debian libtasn1-doc, shared-mime-info, python-reportlab-doc) and pages.
@@ -56,10 +57,6 @@ RESERVED_PAGES = (("/usr/share/doc/libtasn1-doc/libtasn1.pdf", "5-8"),
 PAGE_LOOKS = ("110 dpi", "150 dpi", "300 dpi", "scanned")
 FOLD = scoring_fold(fold_case=True, alnum=True)
 PRINTABLE = set(Charset.printable_ascii().chars)
-
-
-def fail(message):
-    sys.exit("error: " + message)
 
 
 # ----- the readers -----------------------------------------------------------------------

@@ -13,6 +13,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from reports import fail  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAPIDOCR_PYTHON = os.path.join(ROOT, ".venv-rapidocr", "bin", "python")
 RAPIDOCR_READ = os.path.join(ROOT, "scripts", "rapidocr_read.py")
@@ -70,7 +74,7 @@ class PaddleOcr(object):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         wall = time.time() - started
         if done.returncode != 0:
-            sys.exit("error: PP-OCRv4 (scripts/rapidocr_read.py) failed: %s" % (
+            fail("PP-OCRv4 (scripts/rapidocr_read.py) failed: %s" % (
                 done.stderr.decode("utf-8", "replace").strip().splitlines() or ["?"])[-1])
         records = [json.loads(line) for line in done.stdout.decode("utf-8").splitlines()
                    if line.startswith("{")]

@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "scripts"))
 import compare_chinese as compare  # noqa: E402
 import rapidocr_read  # noqa: E402
+from assertions import one_error_line  # noqa: E402
 from fake_pp_ocr import SECONDS, line_images, use_fake_runner  # noqa: E402
 
 
@@ -95,23 +96,26 @@ def test_the_table_has_a_column_per_system_and_cells_of_exact_and_cer():
         compare.markdown_table(systems, [("lines", "1", ["a", "b"])])
 
 
-def exit_message(monkeypatch, languages, rapidocr):
+def stopped_with(capsys, what, *args):
+    """The one error line ``what(*args)`` stops with (exit code 2)."""
+    with pytest.raises(SystemExit) as stopped:
+        what(*args)
+    return one_error_line(stopped.value.code, capsys.readouterr().err)
+
+
+def exit_message(monkeypatch, capsys, languages, rapidocr):
     monkeypatch.setattr(compare, "tesseract_languages", lambda: languages)
     monkeypatch.setattr(compare, "rapidocr_ready", lambda: rapidocr)
-    with pytest.raises(SystemExit) as stopped:
-        compare.require_peers()
-    message = str(stopped.value.code)
-    assert message.startswith("error: ") and "\n" not in message
-    return message
+    return stopped_with(capsys, compare.require_peers)
 
 
-def test_a_missing_peer_stops_with_one_line_naming_what_to_install(monkeypatch):
-    no_chi = exit_message(monkeypatch, {"eng", "osd"}, True)
+def test_a_missing_peer_stops_with_one_line_naming_what_to_install(monkeypatch, capsys):
+    no_chi = exit_message(monkeypatch, capsys, {"eng", "osd"}, True)
     assert "chi_sim" in no_chi and "install_system_packages.sh --compare" in no_chi
     assert "venv-rapidocr" not in no_chi
-    no_rapidocr = exit_message(monkeypatch, {"eng", "chi_sim"}, False)
+    no_rapidocr = exit_message(monkeypatch, capsys, {"eng", "chi_sim"}, False)
     assert "make venv-rapidocr" in no_rapidocr and "install_system_packages" not in no_rapidocr
-    neither = exit_message(monkeypatch, None, False)
+    neither = exit_message(monkeypatch, capsys, None, False)
     assert "Tesseract" in neither and "make venv-rapidocr" in neither
     monkeypatch.setattr(compare, "tesseract_languages", lambda: {"chi_sim"})
     monkeypatch.setattr(compare, "rapidocr_ready", lambda: True)
@@ -122,15 +126,13 @@ def test_rapidocr_is_missing_without_its_venv(tmp_path):
     assert compare.rapidocr_ready(str(tmp_path / "no-venv" / "bin" / "python")) is False
 
 
-def test_the_checkpoint_error_names_the_flag_and_wants_a_chinese_model(tmp_path):
-    with pytest.raises(SystemExit) as stopped:
-        compare.check_checkpoint(str(tmp_path / "models" / "zh"))
-    assert "--checkpoint" in str(stopped.value.code)
+def test_the_checkpoint_error_names_the_flag_and_wants_a_chinese_model(tmp_path, capsys):
+    no_model = stopped_with(capsys, compare.check_checkpoint, str(tmp_path / "models" / "zh"))
+    assert "--checkpoint" in no_model
     with open(str(tmp_path / "config.json"), "w") as handle:
         json.dump({"charset": "ab"}, handle)  # a run of before languages: no "language"
-    with pytest.raises(SystemExit) as stopped:
-        compare.check_checkpoint(str(tmp_path))
-    assert "language" in str(stopped.value.code) and "--checkpoint" in str(stopped.value.code)
+    not_chinese = stopped_with(capsys, compare.check_checkpoint, str(tmp_path))
+    assert "language" in not_chinese and "--checkpoint" in not_chinese
     with open(str(tmp_path / "config.json"), "w") as handle:
         json.dump({"charset": "ab", "language": "zh"}, handle)
     compare.check_checkpoint(str(tmp_path))

@@ -12,6 +12,7 @@ from PIL import Image
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "scripts"))
 import compare_tesseract as compare  # noqa: E402
+from assertions import one_error_line  # noqa: E402
 from fake_pp_ocr import SECONDS, STARTUP, line_images, use_fake_runner  # noqa: E402
 from test_page import DEJAVU  # noqa: E402
 from text_pdf import write_text_pdf  # noqa: E402
@@ -56,12 +57,12 @@ def english_reader(monkeypatch, folder, rows=(), fail=""):
     return use_fake_runner(compare.english_pp_ocr(), folder, rows, fail)
 
 
-def test_pp_ocr_without_its_venv_stops_with_one_line_saying_make_venv_rapidocr(monkeypatch):
+def test_pp_ocr_without_its_venv_stops_with_one_line_saying_make_venv_rapidocr(monkeypatch,
+                                                                              capsys):
     monkeypatch.setattr(compare, "rapidocr_ready", lambda: False)
     with pytest.raises(SystemExit) as stopped:
         compare.english_pp_ocr()
-    message = str(stopped.value.code)
-    assert message.startswith("error: ") and "\n" not in message
+    message = one_error_line(stopped.value.code, capsys.readouterr().err)
     assert ".venv-rapidocr" in message and "make venv-rapidocr" in message
 
 
@@ -76,11 +77,11 @@ def test_pp_ocr_output_is_spelt_as_tesseracts_in_the_order_asked(tmp_path, monke
     assert reader.name == "PP-OCRv4 (rapidocr-onnxruntime fake)"
 
 
-def test_a_failing_pp_ocr_run_stops_with_its_last_error_line(tmp_path, monkeypatch):
+def test_a_failing_pp_ocr_run_stops_with_its_last_error_line(tmp_path, monkeypatch, capsys):
     reader = english_reader(monkeypatch, tmp_path, fail="RuntimeError: no model")
     with pytest.raises(SystemExit) as stopped:
         reader.read("line", line_images(tmp_path, ["x"]), str(tmp_path))
-    assert str(stopped.value.code) == \
+    assert one_error_line(stopped.value.code, capsys.readouterr().err) == \
         "error: PP-OCRv4 (scripts/rapidocr_read.py) failed: RuntimeError: no model"
 
 
