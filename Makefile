@@ -111,6 +111,16 @@ compare-zh: $(VENV2)/.installed $(VENVR)/.installed
 	scripts/install_system_packages.sh --compare
 	$(VENV2)/bin/python scripts/compare_chinese.py --checkpoint $(ZH_MODEL) $(ZH_COMPARE_ARGS)
 
+# Reading speed beside the peers (scripts/benchmark_reading.py): pages/s of this project on
+# TensorFlow and on ONNX Runtime, Tesseract 5 and PP-OCRv4 on the same pages, read in turn;
+# figures count only from an idle machine. READING_ARGS: e.g. --language zh, --pages 2 (a smoke
+# run), --out reading.json.
+READING_ARGS ?=
+.PHONY: benchmark-reading
+benchmark-reading: $(VENV2)/.installed $(VENVR)/.installed
+	scripts/install_system_packages.sh --compare
+	$(VENV2)/bin/python scripts/benchmark_reading.py $(READING_ARGS)
+
 benchmark: $(VENV2)/.installed
 	$(VENV2)/bin/python scripts/benchmark.py --quick
 

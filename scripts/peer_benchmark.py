@@ -133,6 +133,17 @@ def own_share(window):
     return min(1.0, window["own"] / window["total"])
 
 
+def idle_verdict(share, limit=IDLE_LIMIT):
+    """One line: whether other processes' ``share`` of all CPU time (None: unknown) leaves
+    figures measured meanwhile valid."""
+    if share is None:
+        return "IDLE UNKNOWN: /proc/stat not readable; measure on a machine known to be idle"
+    if share > limit:
+        return ("NOT IDLE: other processes used more than %.0f %% of the CPU time; these "
+                "figures are not valid results (re-run on an idle machine)" % (100 * limit))
+    return "idle: other processes stayed under %.0f %% of the CPU time" % (100 * limit)
+
+
 def load_average():
     try:
         return os.getloadavg()
@@ -383,15 +394,7 @@ def format_table(summary, idle, labels=None, peer=PEER):
                      _percent(idle.get("others_share_whole_run")),
                      "%.2f" % load[0] if load[0] is not None else "?",
                      "%.2f" % load[1] if load[1] is not None else "?"))
-    if share is None:
-        lines.append("IDLE UNKNOWN: /proc/stat not readable; measure on a machine known to be idle")
-    elif share > IDLE_LIMIT:
-        lines.append("NOT IDLE: other processes used more than %.0f %% of the CPU time; these "
-                     "figures are not valid results (re-run on an idle machine)"
-                     % (100 * IDLE_LIMIT))
-    else:
-        lines.append("idle: other processes stayed under %.0f %% of the CPU time"
-                     % (100 * IDLE_LIMIT))
+    lines.append(idle_verdict(share))
     return "\n".join(lines)
 
 

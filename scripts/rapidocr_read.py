@@ -4,9 +4,12 @@ Usage (by the Python of its own venv, ``make venv-rapidocr``; never the project'
 
     .venv-rapidocr/bin/python scripts/rapidocr_read.py --mode line IMAGE...
     .venv-rapidocr/bin/python scripts/rapidocr_read.py --mode page --list PATHS.txt
+    .venv-rapidocr/bin/python scripts/rapidocr_read.py --mode page --list -   # paths on stdin
 
 One process reads all the images it is given, so its start-up (imports and model load) is paid
-once, as a user of the library pays it. ``--mode line``: each image is one line of text, read by
+once, as a user of the library pays it. With ``--list -`` it reads a path from stdin whenever one
+comes and answers it at once, until stdin closes (scripts/benchmark_reading.py hands the systems
+one page at a time, in turn). ``--mode line``: each image is one line of text, read by
 the recogniser alone (no detection, no orientation classifier). ``--mode page``: the whole
 pipeline (detection, orientation, recognition); the boxes found are put into rows by their
 vertical centres (:func:`page_rows`) and each row's pieces are given left to right.
@@ -18,6 +21,7 @@ the pieces as their language joins them. This file needs nothing but the standar
 ``main`` runs, so the project's tests import :func:`page_rows` without rapidocr.
 """
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -67,28 +71,37 @@ def line_text(result):
     return "".join(str(piece[0]) for piece in result or ())
 
 
+def requested_paths(paths, listing=None):
+    """The image paths to read: ``paths``, then those of the file ``listing`` (one a line), or
+    with ``listing`` "-" those on stdin, each given as soon as its line comes."""
+    if listing and listing != "-":
+        with open(listing, encoding="utf-8") as handle:
+            paths = list(paths) + [line.rstrip("\n") for line in handle if line.strip()]
+    # readline, not iteration: iterating a pipe may wait for more than the one line sent.
+    coming = iter(sys.stdin.readline, "") if listing == "-" else ()
+    return itertools.chain(paths, (line.rstrip("\n") for line in coming if line.strip()))
+
+
 def main(argv=None):
     """Read the images named on the command line (and in ``--list``), print JSON lines."""
     started = time.time()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", metavar="IMAGE")
     parser.add_argument("--mode", choices=("line", "page"), required=True)
-    parser.add_argument("--list", help="a file of image paths, one a line")
+    parser.add_argument("--list", help="a file of image paths, one a line (-: stdin, each path "
+                                       "answered as it comes)")
     args = parser.parse_args(argv)
-    paths = list(args.paths)
-    if args.list:
-        with open(args.list, encoding="utf-8") as handle:
-            paths.extend(line.rstrip("\n") for line in handle if line.strip())
     try:
         from rapidocr_onnxruntime import RapidOCR
         from importlib.metadata import version
     except ImportError as error:
-        sys.exit("error: rapidocr-onnxruntime is not importable here (%s); run this with "
-                 ".venv-rapidocr/bin/python (make venv-rapidocr)" % error)
+        from reports import fail  # beside this file
+        fail("rapidocr-onnxruntime is not importable here (%s); run this with "
+             ".venv-rapidocr/bin/python (make venv-rapidocr)" % error)
     engine = RapidOCR()
     print(json.dumps({"version": version("rapidocr-onnxruntime"),
                       "startup": time.time() - started}), flush=True)
-    for path in paths:
+    for path in requested_paths(args.paths, args.list):
         began = time.time()
         if args.mode == "line":
             result, _ = engine(path, use_det=False, use_cls=False, use_rec=True)
