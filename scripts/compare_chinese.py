@@ -158,12 +158,10 @@ class Project(object):
 
     def read_page(self, path):
         """The non-empty rows of a page, pieces joined as the model's language joins them."""
-        from crnn_multigpu.ocr.page_reader import read_page_lines
-        from crnn_multigpu.ocr.page import page_text
+        from crnn_multigpu.ocr.page_reader import PageReader
         with Image.open(path) as image:
-            _, boxes, texts = read_page_lines(self.recognizer, image)
-        return [line for line in page_text(boxes, texts, language=self.recognizer.language)
-                .split("\n") if line.strip()]
+            text = PageReader(self.recognizer).read(image).text()
+        return [line for line in text.split("\n") if line.strip()]
 
 
 def check_checkpoint(path):

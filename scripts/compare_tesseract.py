@@ -108,11 +108,10 @@ class Project(object):
         return recognizer.read_crops(arrays)[0]
 
     def read_page(self, path):
-        from crnn_multigpu.ocr.page_reader import read_page_lines
-        from crnn_multigpu.ocr.page import page_text
+        from crnn_multigpu.ocr.page_reader import PageReader
         with Image.open(path) as image:
-            _, boxes, texts = read_page_lines(self.lines, image)
-        return [tidy(line) for line in page_text(boxes, texts).split("\n") if line.strip()]
+            text = PageReader(self.lines).read(image).text()
+        return [tidy(line) for line in text.split("\n") if line.strip()]
 
 
 def tidy(text):

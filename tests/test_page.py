@@ -125,11 +125,16 @@ def test_table_rules_are_painted_out_before_lines_are_found():
     # Left in, the vertical rules join the table's rows into one band.
     assert len(set(box.row for box in find_lines(ruled))) < 4
     boxes, crops = line_crops(ruled)
-    assert boxes == find_lines(plain) and len(set(box.row for box in boxes)) == 4
+    # The page's ink is found once, rules and all: their dark pixels move its threshold a
+    # little, so the text's boxes and crops are the plain table's up to an anti-aliased edge.
+    plain_boxes, plain_crops = line_crops(plain)
+    assert len(boxes) == len(plain_boxes) and len(set(box.row for box in boxes)) == 4
+    assert np.abs(np.subtract(boxes, plain_boxes)).max() <= 1
+    assert np.abs(np.subtract([crop.size for crop in crops],
+                              [crop.size for crop in plain_crops])).max() <= 1
     # What is painted out is the rules and their anti-aliased edges, nothing of the text.
     cleaned = np.asarray(remove_rules(ruled), dtype=np.int16)
     assert np.abs(cleaned - np.asarray(plain, dtype=np.int16)).max() <= 8
-    assert [crop.size for crop in crops] == [crop.size for crop in line_crops(plain)[1]]
     # A page without rules comes back as it was; glyphs such as "|" and "l" are not rules.
     page, _ = render_page()
     kept = np.asarray(page).copy()

@@ -56,8 +56,9 @@ def test_skew_is_measured_to_a_tenth_of_a_degree(real_page, angle):
 
 def test_a_straight_page_is_left_as_it_is(real_page):
     assert abs(estimate_skew(real_page)) < MIN_SKEW
-    page, angle = deskew(real_page)
+    page, ink, angle = deskew(real_page, ink_mask(real_page))
     assert angle == 0.0 and np.array_equal(np.asarray(page), np.asarray(real_page))
+    assert np.array_equal(ink, ink_mask(real_page))
 
 
 def test_a_turned_page_reads_as_the_straight_one(real_page, tmp_path, capsys):
@@ -98,7 +99,7 @@ def two_column_page(tmp_path):
 def test_two_columns_are_read_one_after_the_other(tmp_path, capsys):
     page, truth = two_column_page(tmp_path)
     assert truth[0] == LEFT[0] and truth[-1] == RIGHT[-1]
-    columns = find_columns(page)
+    columns = find_columns(ink_mask(page))
     assert len(columns) == 2 and columns[0][1] < page.width // 2 < columns[1][0], columns
     read = read_page(page, tmp_path, capsys)
     assert len(read) == len(truth), read
@@ -107,14 +108,14 @@ def test_two_columns_are_read_one_after_the_other(tmp_path, capsys):
 
 
 def test_one_column_pages_are_not_split(real_page, tmp_path):
-    assert find_columns(real_page) == [(0, real_page.width)]
+    assert find_columns(ink_mask(real_page)) == [(0, real_page.width)]
     # A code listing's short lines leave the right of the page empty: still one column.
     pdf = str(tmp_path / "listing.pdf")
     write_text_pdf(pdf, ["int main(void) {", "    return 0;", "}"] * 8 +
                    ["/* a comment that runs across the whole width of the listing page */"],
                    DEJAVU + "DejaVuSansMono.ttf", size=10)
     listing = rasterise(pdf, tmp_path, 110)
-    assert find_columns(listing) == [(0, listing.width)]
+    assert find_columns(ink_mask(listing)) == [(0, listing.width)]
     # An option list: short labels, a wide gap, long descriptions; read row by row.
     options = ["-%s <value>%s%s" % (letter, " " * 14, text) for letter, text in zip(
         "CUENOVYGWBDT", ["Constant rate of packets sent per second.",
@@ -127,7 +128,7 @@ def test_one_column_pages_are_not_split(real_page, tmp_path):
     pdf = str(tmp_path / "options.pdf")
     write_text_pdf(pdf, options, DEJAVU + "DejaVuSansMono.ttf", size=9)
     page = rasterise(pdf, tmp_path, 110, "options")
-    assert find_columns(page) == [(0, page.width)]
+    assert find_columns(ink_mask(page)) == [(0, page.width)]
 
 
 # A ragged-right left column: one line longer than all others (one row in 13: fewer than the
@@ -161,7 +162,7 @@ def test_a_ragged_right_column_is_cut_at_its_gutter_not_inside_its_longest_line(
     inked = np.nonzero(ink_mask(page).any(axis=0))[0]
     gutter = (inked[inked < right][-1] + 1, right)  # no ink: the longest line's end to the
     assert gutter[1] - gutter[0] >= 48              # right column (anti-aliased edges aside)
-    (_, cut), (resume, _) = find_columns(page)
+    (_, cut), (resume, _) = find_columns(ink_mask(page))
     assert gutter[0] <= cut < resume <= gutter[1], (cut, resume, gutter)
     # Every word of the left column read whole: its 13 lines exactly, then the right column.
     # (Cut inside "towers", its "rs" went to no column and "towe" was read.)

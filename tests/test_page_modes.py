@@ -6,7 +6,7 @@ from PIL import Image, ImageDraw
 
 from crnn_multigpu.datasets import find_fonts, load_font
 from crnn_multigpu.datasets.images import grey_page
-from crnn_multigpu.ocr.page_reader import read_page_lines
+from crnn_multigpu.ocr.page_reader import PageReader
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu"
 
@@ -14,7 +14,7 @@ DEJAVU = "/usr/share/fonts/truetype/dejavu"
 class RecordingReader(object):
     """Stands in for a Recognizer: keeps the line images the page reader hands it first (its
     lines; a sample of them is then read upside down), every one read as surely."""
-    height = 32
+    height, language, downsample = 32, None, 4
 
     def __init__(self):
         self.arrays = None
@@ -50,8 +50,8 @@ def variants(page):
 
 def lines_of(image):
     reader = RecordingReader()
-    _, boxes, texts = read_page_lines(reader, image)
-    return boxes, reader.arrays
+    page = PageReader(reader).read(image)
+    return [row.box for row in page.rows], reader.arrays
 
 
 def test_every_mode_gives_the_lines_of_the_grey_page(page):

@@ -15,8 +15,8 @@ from crnn_multigpu.ocr import page_reader
 from crnn_multigpu.ocr.inference import Recognizer
 from crnn_multigpu.ocr.page import ink_mask
 from crnn_multigpu.ocr.page_reader import (ACROSS, ALL_TURNS, CLEAR_MODEL, DOWN, SAMPLE_LINES,
-                                           UnknownOrientation, clearest_turn, layout_turns,
-                                           read_page_lines)
+                                           PageReader, UnknownOrientation, clearest_turn,
+                                           layout_turns)
 from test_page import DEJAVU, render_page
 
 TURNS = (0, 90, 180, 270)
@@ -43,10 +43,21 @@ def reader():
 
 
 def read(reader, image):
-    """``(turns noted, boxes, texts)`` of the page ``image`` read by ``reader``."""
-    turns = []
-    _, boxes, texts = read_page_lines(reader, image, on_turn=turns.append)
-    return turns, boxes, texts
+    """``(turn, texts, boxes on the page as read, boxes in image)`` of every piece of the page
+    ``image`` read by ``reader``."""
+    page = PageReader(reader).read(image)
+    pieces = [piece for row in page.rows for piece in row.pieces]
+    return (page.turn, [piece.text for piece in pieces], [piece.upright_box for piece in pieces],
+            [piece.box for piece in pieces])
+
+
+def turned_box(box, turn, size):
+    """Where the box ``(x0, y0, x1, y1)`` of an image of ``size`` lies once the image is turned
+    counter-clockwise by ``turn`` (0, 90, 180 or 270) with ``Image.rotate(turn, expand=True)``."""
+    (x0, y0, x1, y1), (width, height) = box, size
+    for _ in range(turn // 90):  # a quarter turn: (x, y) goes to (y, width - x)
+        (x0, y0, x1, y1), (width, height) = (y0, width - x1, y1, width - x0), (height, width)
+    return (x0, y0, x1, y1)
 
 
 @settings(max_examples=6, deadline=None, derandomize=True)
@@ -54,13 +65,15 @@ def read(reader, image):
                 min_size=3, max_size=5), st.sampled_from(TURNS))
 def test_a_page_turned_by_quarter_turns_reads_as_it_reads_upright(reader, lines, turn):
     # Turned by multiples of 90 degrees, pixels only move: turned back, the page is the
-    # upright one, so its boxes and texts must be exactly the upright page's.
+    # upright one, so its boxes and texts must be exactly the upright page's, and its boxes
+    # in the image given the upright page's turned as the page was.
     page = text_page(lines)
     upright = read(reader, page)
-    assert upright[0] == []
-    turns, boxes, texts = read(reader, page.rotate(turn, expand=True))
-    assert turns == ([(360 - turn) % 360] if turn else [])
-    assert (boxes, texts) == upright[1:]
+    assert upright[0] == 0
+    found_turn, texts, boxes, given = read(reader, page.rotate(turn, expand=True))
+    assert found_turn == (360 - turn) % 360
+    assert (texts, boxes) == upright[1:3]
+    assert given == [turned_box(box, turn, page.size) for box in upright[3]]
 
 
 def test_turned_pages_are_read_with_one_note_each_naming_the_file(tmp_path, capsys):
@@ -102,7 +115,7 @@ def test_a_page_the_model_cannot_tell_the_way_up_of_is_refused_in_one_line(tmp_p
 class CountingReader(object):
     """Stands in for a line-reading Recognizer: counts the line images it is asked to read,
     every one read as surely."""
-    height, image_width, charset, language = 32, None, " abc", None
+    height, image_width, charset, language, downsample = 32, None, " abc", None, 4
 
     def __init__(self):
         self.read = 0
@@ -115,8 +128,8 @@ class CountingReader(object):
 def test_an_upright_page_costs_only_a_sample_of_its_lines_read_upside_down():
     page = render_page()[0]
     counting = CountingReader()
-    _, boxes, _ = read_page_lines(counting, page)
-    assert counting.read == len(boxes) + SAMPLE_LINES
+    pieces = [piece for row in PageReader(counting).read(page).rows for piece in row.pieces]
+    assert counting.read == len(pieces) + SAMPLE_LINES
 
 
 def test_the_layout_tells_lines_across_from_lines_down_and_leaves_single_lines_to_the_model():

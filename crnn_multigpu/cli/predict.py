@@ -8,10 +8,12 @@ probable reading kept. ``--lines``: the images are whole printed lines.
 ``--page``: the images are printed pages: each is turned upright (crnn_multigpu.ocr.page_reader),
 straightened and split into its columns (crnn_multigpu.ocr.page_layout), its lines found
 (crnn_multigpu.ocr.page) and read, and its text printed one line per line, column after column,
-pages separated by a form feed.
+pages separated by a form feed. ``--format json`` prints one JSON object per image instead,
+``--format hocr`` (with ``--page``) one hOCR document of the pages (crnn_multigpu.ocr.page_result).
 ``--engine onnx --checkpoint EXPORT``: the model is run by onnxruntime from what
 ``crnn-export --format onnx`` wrote (TensorFlow's readings, without TensorFlow running it).
 """
+import json
 import os
 import sys
 
@@ -34,6 +36,12 @@ def build_parser():
                            "lines and print each page's text, one line per line, column after "
                            "column (no photos)")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (default): path<TAB>text per image, or each page's text; "
+                             "json: one JSON object per image, one a line (crops: image, text, "
+                             "confidence; --page: the page's rows with their boxes, texts and "
+                             "confidences); hocr, with --page: one hOCR document (Tesseract's "
+                             "HTML) of the pages")
     add_reading_arguments(parser, picture_help="write a PNG grid of the inputs with their "
                                                "predictions (--page: the page with its line "
                                                "boxes and text)")
@@ -41,30 +49,58 @@ def build_parser():
     return parser
 
 
+FORMATS = ("text", "json", "hocr")
 # How a page lies that the page reader turned by this many degrees counter-clockwise to read.
 TURNED = {90: "by 90 degrees clockwise", 180: "upside down (by 180 degrees)",
           270: "by 90 degrees counter-clockwise"}
 
 
-def read_page(recognizer, path, picture=None):
-    """The text of the page image at ``path``, one line per text line (see
-    crnn_multigpu.ocr.page_reader); a note on stderr when the page lay turned."""
-    from crnn_multigpu.datasets.images import grey_page
-    from crnn_multigpu.ocr.page import draw_lines, page_text
-    from crnn_multigpu.ocr.page_reader import UnknownOrientation, read_page_lines
-
-    def note(turn):
-        sys.stderr.write("note: %s lies turned %s: read turned back upright\n"
-                         % (path, TURNED[turn]))
+def read_page(reader, path, picture=None):
+    """The :class:`~crnn_multigpu.ocr.page_result.Page` of the page image at ``path`` read by
+    the PageReader ``reader``; a note on stderr when the page lay turned."""
+    from crnn_multigpu.ocr.page_reader import UnknownOrientation
     try:
-        page, boxes, texts = read_page_lines(recognizer, grey_page(path), on_turn=note)
+        page = reader.read(path)
     except UnknownOrientation as error:
         raise UnknownOrientation("page %s: %s" % (path, error))
+    if page.turn:
+        sys.stderr.write("note: %s lies turned %s: read turned back upright\n"
+                         % (path, TURNED[page.turn]))
     if picture:
         from crnn_multigpu.ocr.picture import label_font
-        draw_lines(page, boxes, texts, picture, font=label_font(14))
+        page.draw(picture, font=label_font(14))
         sys.stderr.write("wrote %s\n" % picture)
-    return page_text(boxes, texts, language=recognizer.language)
+    return page
+
+
+def read_pages(recognizer, paths, pictures):
+    """The pages at ``paths`` read one at a time (a generator), each drawn to its picture."""
+    from crnn_multigpu.ocr.page_reader import PageReader
+    reader = PageReader(recognizer)
+    for index, path in enumerate(paths):
+        yield read_page(reader, path, pictures[index] if pictures else None)
+
+
+def write_pages(pages, form):
+    """Print ``pages`` as they are read, in the --format ``form``."""
+    from crnn_multigpu.ocr.page_result import hocr_parts
+    if form == "hocr":
+        parts = hocr_parts(pages)
+    elif form == "json":
+        parts = (json.dumps(page.to_json(), ensure_ascii=False) + "\n" for page in pages)
+    else:
+        parts = (("\f" if index else "") + page.text() + "\n"
+                 for index, page in enumerate(pages))
+    for part in parts:
+        sys.stdout.write(part)
+
+
+def require_a_page_for_hocr(args):
+    """Refuse --format hocr without --page: hOCR describes pages, their lines and boxes."""
+    if args.format == "hocr" and not args.page:
+        raise ValueError("--format hocr describes pages (their lines and where they lie): add "
+                         "--page to read the images as pages, or use --format text or json "
+                         "for word and line crops")
 
 
 def require_a_line_reader(recognizer, flag):
@@ -124,12 +160,48 @@ def picture_path(picture, index, count):
     return "%s-%d%s" % (stem, index + 1, extension or ".png")
 
 
+def picture_paths(args):
+    """The --picture file of each page (--page), or of the grid of crops; [] without one."""
+    if not args.picture:
+        return []
+    if not args.page:
+        return [args.picture]
+    return [picture_path(args.picture, index, len(args.images))
+            for index in range(len(args.images))]
+
+
+def write_crops(recognizer, args):
+    """Read and print the word or line crops of ``args.images``; the exit code."""
+    readable, arrays, failed = load_crops(args.images, recognizer.height)
+    texts, log_probs = recognizer.read_crops(arrays) if arrays else ([], [])
+    for path, text, log_prob, array in zip(readable, texts, log_probs, arrays):
+        sys.stdout.write(crop_output(args, path, text, log_prob,
+                                   array.shape[1] / float(recognizer.downsample)) + "\n")
+    if args.picture and arrays:
+        from crnn_multigpu.ocr.picture import prediction_grid
+        prediction_grid(arrays, texts, None, args.picture)
+        sys.stderr.write("wrote %s\n" % args.picture)
+    return 1 if failed and not readable else 0
+
+
+def crop_output(args, path, text, log_prob, frames):
+    """One crop's output line: ``path<TAB>text`` (``<TAB>log probability`` with --with-prob),
+    or with --format json ``{"image", "text", "confidence"}`` (and ``"log_prob"``)."""
+    if args.format == "json":
+        from crnn_multigpu.ocr.page_result import confidence
+        reading = {"image": path, "text": text,
+                   "confidence": round(confidence(log_prob, frames), 4)}
+        if args.with_prob:
+            reading["log_prob"] = round(log_prob, 4)
+        return json.dumps(reading, ensure_ascii=False)
+    return "%s\t%s\t%.4f" % (path, text, log_prob) if args.with_prob else "%s\t%s" % (path, text)
+
+
 def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
-    pictures = [picture_path(args.picture, index, len(args.images)) if args.page else
-                args.picture for index in range(len(args.images) if args.page else 1)] \
-        if args.picture else []
+    require_a_page_for_hocr(args)
+    pictures = picture_paths(args)
     for picture in pictures:
         refuse_to_overwrite(picture, "--picture", args.overwrite)
     words = lexicon_words(args)
@@ -137,19 +209,9 @@ def main_body(argv=None):
     if args.lines or args.page:
         require_a_line_reader(recognizer, "--page" if args.page else "--lines")
     if args.page:
-        for index, path in enumerate(args.images):
-            text = read_page(recognizer, path, pictures[index] if pictures else None)
-            sys.stdout.write(("\f" if index else "") + text + "\n")
+        write_pages(read_pages(recognizer, args.images, pictures), args.format)
         return 0
-    readable, arrays, failed = load_crops(args.images, recognizer.height)
-    texts, log_probs = recognizer.read_crops(arrays) if arrays else ([], [])
-    for path, text, log_prob in zip(readable, texts, log_probs):
-        print("%s\t%s\t%.4f" % (path, text, log_prob) if args.with_prob else "%s\t%s" % (path, text))
-    if args.picture and arrays:
-        from crnn_multigpu.ocr.picture import prediction_grid
-        prediction_grid(arrays, texts, None, args.picture)
-        sys.stderr.write("wrote %s\n" % args.picture)
-    return 1 if failed and not readable else 0
+    return write_crops(recognizer, args)
 
 
 main = console_entry(main_body, "crnn-predict")

@@ -26,7 +26,7 @@ cell whose own ink cannot tell its baseline takes its row's (:func:`line_frames`
 What it cannot do, by design: multi-column pages are read across the columns (each row
 band is one line of text, its pieces joined left to right); skewed or rotated pages
 (more than about half a degree over a full-width line) merge neighbouring lines (the page
-reader, ``page_reader.read_page_lines``, first straightens a page and splits its columns with
+reader, ``page_reader.PageReader``, first straightens a page and splits its columns with
 :mod:`crnn_multigpu.ocr.page_layout`); photos
 of pages, uneven lighting, noise and speckles, handwriting, text over pictures or
 coloured backgrounds, and vertical text are out of scope. Figures and large headings are
@@ -195,14 +195,20 @@ def remove_rules(image):
     """The page ``image`` as grey levels (mode L) with the rules of tables and frames painted
     in the paper's grey: see the module docstring. A page without rules comes back unchanged."""
     grey = image if image.mode == "L" else image.convert("L")
-    ink = ink_mask(grey)
+    return without_rules(grey, ink_mask(grey))[0]
+
+
+def without_rules(grey, ink):
+    """``(page, ink)``: :func:`remove_rules` of the mode L page ``grey`` whose :func:`ink_mask`
+    is ``ink``, and that mask without the rules' pixels (the page reader computes a page's mask
+    once and keeps it through every step)."""
     height = glyph_height(ink)
     if height <= 0:
-        return grey
+        return grey, ink
     rules = _long_runs(ink, max(8, int(RULE_HEIGHT * height)))
     rules |= _long_runs(ink.T, max(8, int(RULE_WIDTH * height))).T
     if not rules.any():
-        return grey
+        return grey, ink
     # One pixel on every side too: the anti-aliased edges of a rule are lighter than the
     # ink threshold but would still be read as a faint stroke.
     grown = rules.copy()
@@ -212,7 +218,7 @@ def remove_rules(image):
     grown[:, :-1] |= rules[:, 1:]
     pixels = np.array(grey)
     pixels[grown] = paper_grey(pixels, ink)
-    return Image.fromarray(pixels)
+    return Image.fromarray(pixels), ink & ~grown
 
 
 def paper_grey(pixels, ink):
@@ -222,12 +228,12 @@ def paper_grey(pixels, ink):
     return median_of_counts(counts) if counts.sum() else 255.0
 
 
-def line_crops(image):
+def line_crops(image, ink=None):
     """``(boxes, crops)``: the :class:`LineBox` es of the page ``image`` in reading order and
     the image of each (rules removed, framed by :func:`line_frame`, margins as
-    :func:`crop_line` gives)."""
-    page = remove_rules(image)
-    ink = ink_mask(page)
+    :func:`crop_line` gives). ``ink``: the page's :func:`ink_mask`, when it is known."""
+    grey = image if image.mode == "L" else image.convert("L")
+    page, ink = without_rules(grey, ink_mask(grey) if ink is None else ink)
     boxes = _lines_of_ink(ink)
     if not boxes:
         return [], []
@@ -370,17 +376,22 @@ def crop_line(image, box, margin=CROP_MARGIN, frame=None):
                        min(height_limit, int(round(bottom)) + pad_y)))
 
 
+def pieces_by_row(boxes):
+    """``{row: [index of each of its pieces in boxes, left to right]}``, rows in order."""
+    rows = collections.OrderedDict((row, []) for row in sorted(set(b.row for b in boxes)))
+    for index in sorted(range(len(boxes)), key=lambda i: (boxes[i].row, boxes[i].left)):
+        rows[boxes[index].row].append(index)
+    return rows
+
+
 def page_text(boxes, texts, keep_empty=False, language=None):
     """The page's text, one line per row: pieces of a row joined as ``language`` (default:
     English) joins them: by a space, none beside a Chinese character. Rows where nothing was
     read are left out, unless ``keep_empty`` (then line i is row i)."""
     language = language or get_language()
-    rows = collections.OrderedDict((row, []) for row in sorted(set(b.row for b in boxes)))
-    for box, text in sorted(zip(boxes, texts), key=lambda pair: (pair[0].row, pair[0].left)):
-        if text:
-            rows[box.row].append(text)
-    return "\n".join(language.join_pieces(pieces) for pieces in rows.values()
-                     if pieces or keep_empty)
+    rows = [language.join_pieces([texts[i] for i in pieces if texts[i]])
+            for pieces in pieces_by_row(boxes).values()]
+    return "\n".join(row for row in rows if row or keep_empty)
 
 
 def draw_lines(image, boxes, texts, path, font=None):

