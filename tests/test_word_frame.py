@@ -1,17 +1,20 @@
 """ocr.word_frame: a tight crop of one band of ink gets a line's room above and below; crops
-with ascenders, descenders or margins are left alone; the text model reads tight x-height words."""
+with ascenders, descenders or margins are left alone; the text model reads tight x-height words;
+a crop with wide margins has them cut, and the text model reads such words."""
 import json
 import os
 import shutil
 
 import numpy as np
 import pytest
+from PIL import ImageOps
 
 from crnn_multigpu.cli.reading import SHIPPED_MODELS
 from crnn_multigpu.datasets import load_image
 from crnn_multigpu.ocr.inference import Recognizer
-from crnn_multigpu.ocr.word_frame import ROOM_ABOVE, ROOM_BELOW, single_band_frame
-from test_shipped_model import FACES, draw_word
+from crnn_multigpu.ocr.word_frame import (INK_SHARE, ROOM_ABOVE, ROOM_BELOW, loose_frame,
+                                          single_band_frame)
+from test_shipped_model import FACES, WORDS, draw_word
 
 
 def band(height=32, width=90, top=2, bottom=29, stroke=None):
@@ -85,3 +88,38 @@ def test_a_model_whose_config_does_not_ask_reads_crops_as_they_are(tmp_path):
     assert not recognizer.frames_single_bands
     arrays = [load_image(draw_word(word, FACES[0])) for word in TIGHT_WORDS]
     assert recognizer.read_crops(arrays) == recognizer.recognize_arrays(arrays)
+
+
+def test_a_loose_crop_has_its_margins_cut_to_the_training_share():
+    pixels = band(top=12, bottom=19)  # ink over 8 of 32 rows: a quarter of the height
+    framed = loose_frame(pixels)
+    assert framed is not None and framed.shape[0] == 32 and framed.dtype == np.float32
+    top, bottom = ink_rows(framed)
+    assert abs((bottom - top + 1) / 32.0 - INK_SHARE) <= 0.08, (top, bottom)
+    assert framed.shape[1] > pixels.shape[1]  # the aspect ratio is kept: wider at the same height
+
+
+@pytest.mark.parametrize("pixels", [
+    band(top=8, bottom=23),                    # ink over half the height: as the model learnt
+    band(),                                    # a tight crop
+    np.zeros((32, 40), np.float32),            # no ink
+])
+def test_crops_with_usual_margins_are_not_cut(pixels):
+    assert loose_frame(pixels) is None
+
+
+def test_the_text_model_reads_words_given_wide_margins():
+    """The same plain words with a white margin of 3/4 of their height all round: read as they
+    are, the text comes out smaller than anything the model learnt from."""
+    recognizer = Recognizer(SHIPPED_MODELS["text"])
+    images = [draw_word(word, face) for face in FACES[:2] for word in WORDS]
+    arrays = [load_image(ImageOps.expand(image, border=int(0.75 * image.height), fill=235))
+              for image in images]
+    assert all(loose_frame(array) is not None for array in arrays)
+    truths = [word for _ in FACES[:2] for word in WORDS]
+    texts, log_probs = recognizer.read_crops(arrays)
+    as_given, as_given_log_probs = recognizer.recognize_arrays(arrays)
+    right = sum(text == truth for text, truth in zip(texts, truths))
+    right_as_given = sum(text == truth for text, truth in zip(as_given, truths))
+    assert right >= len(truths) - 2 and right > right_as_given, (right, right_as_given)
+    assert all(kept >= alone for kept, alone in zip(log_probs, as_given_log_probs))
