@@ -5,7 +5,7 @@ import os
 import pytest
 
 from crnn_multigpu.ocr.charset import Charset
-from crnn_multigpu.runtime.checkpoints import load_config
+from crnn_multigpu.runtime.run_config import RunConfig
 from crnn_multigpu.cli import main_job
 from crnn_multigpu.datasets import read_labels
 
@@ -20,9 +20,9 @@ def test_train_lines_end_to_end(tmp_path, capsys):
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert figures["n"] == 8 and 0.0 <= figures["cer"] and 0.0 <= figures["line_accuracy"] <= 1.0
     assert figures["checkpoint"].endswith("model.ckpt-2")
-    config = load_config(os.path.join(out, "run"))
-    assert config["image_width"] is None and config["bucket"] == 32
-    assert Charset(config["charset"]) == Charset.printable_ascii()
+    config = RunConfig.read(os.path.join(out, "run"))
+    assert config.image_width is None and config.training["bucket"] == 32
+    assert Charset(config.charset) == Charset.printable_ascii()
     train = [text for _, text in read_labels(os.path.join(out, "data", "train", "labels.txt"))]
     val = [text for _, text in read_labels(os.path.join(out, "data", "val", "labels.txt"))]
     assert len(train) == 16 and len(val) == 8 and not set(train) & set(val)

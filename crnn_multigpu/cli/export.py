@@ -70,7 +70,7 @@ def export_saved_model(recognizer, out_dir):
 
 def export_checkpoint(recognizer, out_dir):
     """Write ``recognizer``'s config and model variables as a run folder; returns out_dir."""
-    from crnn_multigpu.runtime.checkpoints import CHECKPOINT_PREFIX, checkpoint_dir, save_config
+    from crnn_multigpu.runtime.checkpoints import CHECKPOINT_PREFIX, checkpoint_dir
     from crnn_multigpu.compat import tf
     if os.path.exists(out_dir):
         raise FileExistsError("%s already exists; choose a new --out (an export is never "
@@ -80,14 +80,15 @@ def export_checkpoint(recognizer, out_dir):
     with recognizer.graph.as_default():
         saver = tf.train.Saver(tf.global_variables(), save_relative_paths=True)
     saver.save(recognizer.session, os.path.join(checkpoint_dir(out_dir), CHECKPOINT_PREFIX),
-               global_step=config["step"], write_meta_graph=False)
-    save_config(out_dir, config)
+               global_step=config.extra["step"], write_meta_graph=False)
+    config.write(out_dir)
     return out_dir
 
 
 def exported_config(recognizer, **extra):
-    """The run's config as an export records it: its model class, the checkpoint it came from
-    and that checkpoint's step, and ``extra``."""
+    """The run's config (a ``RunConfig``) as an export records it: its model class, the
+    checkpoint it came from and that checkpoint's step, and ``extra``."""
+    from dataclasses import replace
     from crnn_multigpu.ocr.model_class import path_of
     from crnn_multigpu.runtime.checkpoints import checkpoint_step
     from crnn_multigpu.compat import tf
@@ -95,8 +96,9 @@ def exported_config(recognizer, **extra):
     reader = tf.train.load_checkpoint(recognizer.checkpoint)
     step = int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else \
         max(0, checkpoint_step(recognizer.checkpoint))
-    return dict(recognizer.config, model_class=path_of(recognizer.model_cls),
-                exported_from=recognizer.checkpoint, step=step, **extra)
+    return replace(recognizer.config, model_class=path_of(recognizer.model_cls),
+                   extra=dict(recognizer.config.extra, exported_from=recognizer.checkpoint,
+                              step=step, **extra))
 
 
 def export_onnx(recognizer, out_dir):
@@ -104,14 +106,13 @@ def export_onnx(recognizer, out_dir):
     config.json and charset.txt beside it (``crnn_multigpu.ocr.onnx_export``); returns out_dir."""
     from crnn_multigpu.ocr.onnx_export import onnx_model_bytes
     from crnn_multigpu.ocr.onnx_reader import ONNX_FILE
-    from crnn_multigpu.runtime.checkpoints import save_config
     config = exported_config(recognizer, format="onnx", downsample=recognizer.downsample,
                              height=recognizer.height)
-    data = onnx_model_bytes(recognizer, config)
+    data = onnx_model_bytes(recognizer, config.to_json())
     os.makedirs(out_dir)
     with open(os.path.join(out_dir, ONNX_FILE), "wb") as out:
         out.write(data)
-    save_config(out_dir, config)
+    config.write(out_dir)
     recognizer.charset.to_file(os.path.join(out_dir, "charset.txt"))
     return out_dir
 

@@ -4,19 +4,16 @@ Argument parsing and wiring only: the graph comes from ``MultiGpuModel`` and the
 (``CRNN``, or any class ``--model-class`` names: ``ocr.model_class`` says what it needs), the
 loop from ``training.Trainer``, the data from ``datasets``.
 """
-import json
 import logging
 import os
 import sys
 
 from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.ocr.charset import Charset
-from crnn_multigpu.runtime.checkpoints import (CONFIG_NAME, checkpoint_step, ensure_writable,
-                                               latest_checkpoint, load_config,
-                                               require_checkpoint, run_folder_lock,
-                                               save_config, with_parts)
+from crnn_multigpu.runtime.checkpoints import (ensure_writable, latest_checkpoint,
+                                               run_folder_lock)
 from crnn_multigpu.wrapper import strategies
-from crnn_multigpu.cli.reading import resolve_run
+from crnn_multigpu.cli.run_folder import check_run_dir, run_config, warm_start_checkpoint
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
                                       chosen_model_class, console_entry, float_range,
                                       int_range, non_negative_float, non_negative_int, output_folder,
@@ -33,6 +30,7 @@ from crnn_multigpu.wrapper.devices import (close_session, cpu_devices, session_c
 from crnn_multigpu.ocr.inference import evaluate_dataset, read_batch
 from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS
 from crnn_multigpu.wrapper.towers import MultiGpuModel
+from crnn_multigpu.runtime.schedule import StepDecay
 from crnn_multigpu.runtime.training import StopRequested, Trainer
 
 log = logging.getLogger("crnn_multigpu.train")
@@ -161,7 +159,7 @@ def add_schedule_group(schedule):
                           help="micro-batches (of --batch-size each) per optimizer step: the step "
                                "takes the gradient of K x --batch-size examples (default 1)")
     schedule.add_argument("--lr", type=positive_float, default=1e-3,
-                          help="Adam learning rate (decays x0.3 at 60%% and x0.1 at 85%% of --steps)")
+                          help="Adam learning rate (%s)" % StepDecay.describe().replace("%", "%%"))
     schedule.add_argument("--clip-norm", type=non_negative_float,
                           default=5.0, help="gradient clipping (0: off)")
     schedule.add_argument("--seed", type=int, default=0)
@@ -220,34 +218,6 @@ def make_strategy(args, variable_device):
                                 num_packs=args.num_packs, device=variable_device)
 
 
-def model_kwargs(args, model_cls, charset):
-    """The constructor arguments of --model for ``model_cls`` (as config.json holds them, tuples
-    as lists), checked with --width against the class's sizes and DOWNSAMPLE."""
-    sizes = model_class.sizes(model_cls)
-    size = args.model or model_class.default_size(model_cls)
-    if size not in sizes:
-        raise ValueError("--model %s is not a size of %s (its sizes: %s)"
-                         % (size, model_class.path_of(model_cls), ", ".join(sorted(sizes))))
-    if args.width % model_cls.DOWNSAMPLE:
-        raise ValueError("--width must be a multiple of %d (the DOWNSAMPLE of %s), got %d; or "
-                         "0 for varying widths" % (model_cls.DOWNSAMPLE,
-                                                   model_class.path_of(model_cls), args.width))
-    return json.loads(json.dumps(dict(sizes[size], num_classes=charset.num_classes)))
-
-
-def run_config(args, charset, model_cls):
-    """The run's config.json: what evaluate, predict and export rebuild the model from."""
-    return dict(model=model_kwargs(args, model_cls, charset),
-                model_class=model_class.path_of(model_cls),
-                charset="".join(charset.chars), language=args.language,
-                image_width=args.width or None,
-                batch_size=args.batch_size, accumulate=args.accumulate, lr=args.lr,
-                seed=args.seed, steps=args.steps,
-                sync_bn=args.sync_bn, precision=args.precision,
-                augment=args.augment, bucket=args.bucket, train=os.path.abspath(args.train),
-                init_from=os.path.abspath(args.init_from) if args.init_from else None)
-
-
 def cluster_failure(args, error):
     """The one-line error for a cluster whose tasks stopped answering during training."""
     from crnn_multigpu.runtime import cluster
@@ -270,77 +240,6 @@ def require_a_readable_image(dataset, name):
     raise ValueError("none of the %d image(s) of --val %s could be read (e.g. %s): nothing to "
                      "validate on; image paths in labels.txt are relative to its folder"
                      % (len(dataset), name, dataset.unreadable[0]))
-
-
-def warm_start_checkpoint(args, config):
-    """The checkpoint prefix ``--init-from`` names, checked to write the same characters."""
-    if not args.init_from:
-        return None
-    run_dir, prefix = resolve_run(args.init_from, flag="--init-from")
-    prefix = require_checkpoint(run_dir, prefix)
-    if os.path.isfile(os.path.join(run_dir, "config.json")):
-        charset = load_config(run_dir).get("charset")
-        if charset is not None and charset != config["charset"]:
-            raise ValueError("--init-from %s was trained on other characters (%d) than --charset "
-                             "gives (%d); pass its charset (config.json there)"
-                             % (run_dir, len(charset), len(config["charset"])))
-    return prefix
-
-
-# What a resume may change, by config.json key. Never: the model and what its checkpoints
-# hold, and the data order's keys ("bucket" reorders the data; "precision": float16 runs
-# checkpoint a loss scale that others lack; "accumulate": the micro-batches of step s are
-# those of micro-steps K*s .. K*s+K-1). The values of runs from before a key was recorded:
-FIXED_ON_RESUME = dict(model_class=model_class.DEFAULT, model=None, charset=None,
-                       image_width=None, bucket=0, precision="float32", accumulate=1)
-# Only with --allow-changed-settings, by flag: how the coming steps train. Each part's values
-# are kept under "parts" in config.json, with "steps" (free: a run may train longer, its
-# learning-rate decay points moving with it) and "init_from" (free: only the first part
-# starts from it).
-CHANGED_ON_RESUME = {"--seed": "seed", "--batch-size": "batch_size", "--lr": "lr",
-                     "--augment": "augment", "--sync-bn": "sync_bn", "--train": "train",
-                     "--language": "language"}
-PART_KEYS = tuple(sorted(CHANGED_ON_RESUME.values())) + ("steps", "init_from")
-
-
-def check_run_dir(args, config):
-    """Refuse to silently overwrite or mix runs: never lose work. Then write config.json: this
-    command's settings, the run's earlier parts kept in its history (``with_parts``)."""
-    ensure_writable(args.out)
-    existing = latest_checkpoint(args.out)
-    config_path = os.path.join(args.out, CONFIG_NAME)
-    if existing and not args.resume:
-        raise ValueError("%s already holds checkpoints (newest %s); pass --resume to continue it "
-                         "or choose another --out" % (args.out, os.path.basename(existing)))
-    if args.resume and existing and not os.path.exists(config_path):
-        raise ValueError("--resume: %s holds checkpoints but no config.json, so nothing tells "
-                         "which model they are; restore its config.json (or start a new --out)"
-                         % args.out)
-    previous = load_config(args.out) if args.resume and os.path.exists(config_path) else None
-    if previous is not None:
-        check_resumed_settings(args, previous, config)
-    part = dict([("from_step", checkpoint_step(existing) if existing else 0)] +
-                [(key, config[key]) for key in PART_KEYS])
-    save_config(args.out, with_parts(config, previous, part))
-
-
-def check_resumed_settings(args, previous, config):
-    """Raise ValueError when ``config`` changes what a resume of the run ``previous`` describes
-    must keep: the model and data order always, the training settings unless
-    --allow-changed-settings (one line naming each that differs, with both values)."""
-    for key, before in FIXED_ON_RESUME.items():  # in this order: the model's class first
-        if previous.get(key, before) != config[key]:
-            raise ValueError("--resume: %s of %s differs from this command's (%s vs %s); use the "
-                             "same settings or another --out" % (key, args.out,
-                                                                 previous.get(key), config[key]))
-    changed = ["%s %s -> %s" % (flag, json.dumps(previous[key]), json.dumps(config[key]))
-               for flag, key in sorted(CHANGED_ON_RESUME.items())
-               if key in previous and previous[key] != config[key]]
-    if changed and not args.allow_changed_settings:
-        raise ValueError("--resume: this command changes settings %s was trained with (%s); "
-                         "pass the run's own, or --allow-changed-settings to train on with these "
-                         "(config.json keeps each part's under \"parts\")"
-                         % (args.out, ", ".join(changed)))
 
 
 def input_mode(args):
@@ -386,7 +285,7 @@ def main_body(argv=None):
 
 
 def run_settings(args):
-    """``(charset, model class, config.json's settings)`` of the arguments, checked."""
+    """``(charset, model class, RunConfig)`` of the arguments, checked."""
     charset = Charset.from_file(args.charset) if args.charset else \
         get_language(args.language).charset if args.language else Charset.default()
     if args.bucket and args.width:
@@ -415,23 +314,23 @@ def train_run(args, charset, model_cls, config, stop):
     mode = input_mode(args)
     tf.set_random_seed(args.seed)
     augment = Degrader(args.augment, reference_height=train_set.height) if args.augment else None
-    batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config["image_width"],
+    batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config.image_width,
                           seed=args.seed, augment=augment, bucket=args.bucket,
                           width_multiple=model_cls.DOWNSAMPLE)
     wrapper = build_towers(args, model_cls, config, towers, variable_device,
                            batches if mode == "dataset" else None)
-    validate = make_validate(wrapper, val_set, charset, config["image_width"], 64,
+    validate = make_validate(wrapper, val_set, charset, config.image_width, 64,
                              args.validate_max, model_cls) if val_set else None
     trainer = build_trainer(args, wrapper, batches if mode == "feed" else None, validate,
                             init_from)
     sys.stderr.write("training %s on %d tower(s): %s (%s); %d training images, batch %d%s, "
                      "%d steps, input %s, augmentation %s%s\n"
-                     % (config["model_class"], len(towers), ", ".join(towers),
+                     % (config.model_class, len(towers), ", ".join(towers),
                         wrapper.strategy.describe(), len(train_set), args.batch_size,
                         " x %d micro-batches" % args.accumulate if args.accumulate > 1 else "",
                         args.steps, mode, "%g" % args.augment if args.augment else "off",
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
-    final = make_validate(wrapper, val_set, charset, config["image_width"], 64, 0,
+    final = make_validate(wrapper, val_set, charset, config.image_width, 64, 0,
                           model_cls, []) if val_set else None
     return run_session(args, trainer, target, n_cpus, final, stop)
 
@@ -439,16 +338,13 @@ def train_run(args, charset, model_cls, config, stop):
 def build_towers(args, model_cls, config, towers, variable_device, batches):
     """The MultiGpuModel of the arguments on ``towers``; feed-free when ``batches`` (the step
     source its own input pipelines read) is given."""
-    steps = args.steps
+    schedule = StepDecay(args.lr, args.steps)
 
     def optimizer(global_step):
-        boundaries = [int(steps * 0.6), int(steps * 0.85)]
-        rate = tf.train.piecewise_constant(global_step, boundaries,
-                                           [args.lr, args.lr * 0.3, args.lr * 0.03])
-        return tf.train.AdamOptimizer(rate)
+        return tf.train.AdamOptimizer(schedule(global_step))
 
     # sync_bn only when asked for: a model class without batch norm need not take it.
-    kwargs = dict(config["model"], **({"sync_bn": True} if args.sync_bn else {}))
+    kwargs = dict(config.model, **({"sync_bn": True} if args.sync_bn else {}))
     wrapper = MultiGpuModel(model_class.guarded(model_cls), devices=towers,
                             strategy=make_strategy(args, variable_device), optimizer=optimizer,
                             clip_norm=args.clip_norm or None, batches=batches,

@@ -14,8 +14,8 @@ import numpy as np
 
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.charset import Charset
-from crnn_multigpu.runtime.checkpoints import (CONFIG_NAME, load_config, require_checkpoint,
-                                               variables_mismatch)
+from crnn_multigpu.runtime.checkpoints import require_checkpoint, variables_mismatch
+from crnn_multigpu.runtime.run_config import CONFIG_NAME, RunConfig
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image, make_batch
 from crnn_multigpu.datasets.language import get_language
@@ -166,8 +166,8 @@ class TextReader(object):
     ``checkpoint`` (what it read, for messages and figures), ``downsample`` (image pixels per
     frame) and ``height`` (of the images it reads).
 
-    ``config`` is the run's config.json; ``lexicon`` and ``language_model``: see
-    :class:`Recognizer`.
+    ``config`` is the run's config.json (a ``runtime.run_config.RunConfig``); ``lexicon`` and
+    ``language_model``: see :class:`Recognizer`.
     """
 
     lexicon = FittedDecoder(
@@ -179,12 +179,12 @@ class TextReader(object):
 
     def __init__(self, config, lexicon=None, language_model=None):
         self.config = config
-        self.charset = Charset(self.config["charset"])
+        self.charset = Charset(config.charset)
         # How its text is joined and scored (config.json "language"; English when absent).
-        self.language = get_language(self.config.get("language"))
+        self.language = get_language(config.language)
         self.lexicon, self.language_model = lexicon, language_model
-        self.image_width = self.config.get("image_width")
-        self.frames_single_bands = self.config.get("frame_single_bands", False)
+        self.image_width = config.image_width
+        self.frames_single_bands = config.frame_single_bands
 
     def _run(self, batch, frames):
         """(texts, log probabilities, per-image frame log-probabilities ``[T_i, num_classes]``
@@ -296,7 +296,7 @@ class Recognizer(TextReader):
 
     def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,
                  strategy=None, model_cls=None, language_model=None):
-        config = load_config(run_dir)
+        config = RunConfig.read(run_dir)
         self.model_cls = model_class.from_config(config, os.path.join(run_dir, CONFIG_NAME),
                                                  model_cls)
         super(Recognizer, self).__init__(config, lexicon, language_model)
@@ -316,12 +316,11 @@ class Recognizer(TextReader):
         """Build the towers into the current graph; the Saver of the model's variables. A class
         named instead of the run's own that cannot build or restore it is refused as such."""
         config_path = os.path.join(run_dir, CONFIG_NAME)
-        another = model_class.path_of(self.model_cls) != self.config.get("model_class",
-                                                                          model_class.DEFAULT)
+        another = model_class.path_of(self.model_cls) != model_class.recorded_class(self.config)
         try:
             self.towers = MultiGpuModel(model_class.guarded(self.model_cls),
                                         devices=first_devices(towers), strategy=strategy,
-                                        train=False, **dict(self.config["model"], **beam))
+                                        train=False, **dict(self.config.model, **beam))
             self.model = self.towers.models[0]  # the plain model
             model_class.check_model(self.model, self.model_cls)
         except (ValueError, TypeError) as error:

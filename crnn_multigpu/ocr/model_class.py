@@ -45,8 +45,8 @@ import os
 import numpy as np
 
 __all__ = ["DEFAULT", "ModelClassError", "check_model", "check_outputs", "default_size",
-           "describe", "from_config", "guarded", "load", "path_of", "sizes", "time_steps",
-           "trained_with_another"]
+           "describe", "from_config", "guarded", "load", "path_of", "recorded_class", "sizes",
+           "time_steps", "trained_with_another"]
 
 log = logging.getLogger(__name__)
 
@@ -187,12 +187,18 @@ def time_steps(cls, width):
     return int(width) // cls.DOWNSAMPLE
 
 
+def recorded_class(config):
+    """The ``module:Class`` the run configuration ``config`` (a ``RunConfig``) names: the class
+    it was trained with (``DEFAULT`` for runs from before the class was recorded)."""
+    return config.model_class or DEFAULT
+
+
 def from_config(config, path, override=None):
-    """The model class of the run whose configuration ``config`` was read from ``path``:
-    ``override`` when given, else the class the config names (``DEFAULT`` if it names none).
-    Checks the recorded keyword arguments with the class's ``check_config`` hook, if it has
-    one; ValueError naming ``path`` when the class cannot be used."""
-    recorded = config.get("model_class", DEFAULT)
+    """The model class of the run whose configuration ``config`` (a ``RunConfig``) was read
+    from ``path``: ``override`` when given, else the class the config names (``DEFAULT`` if it
+    names none). Checks the recorded keyword arguments with the class's ``check_config`` hook,
+    if it has one; ValueError naming ``path`` when the class cannot be used."""
+    recorded = recorded_class(config)
     if override is not None:
         cls = override
         if path_of(cls) != recorded:
@@ -219,7 +225,7 @@ def _config_refusal(cls, config):
         return None
     try:
         with _hook(cls, "check_config", passing=(ValueError,)):
-            check(config["model"])
+            check(config.model)
     except ModelClassError:
         raise
     except ValueError as error:
@@ -233,7 +239,7 @@ def trained_with_another(config, path, cls, why):
     return ValueError("%s was trained with %s (its config.json says so) but --model-class names "
                       "%s, which cannot read it (%s); drop --model-class, or name the class the "
                       "run was trained with" % (os.path.dirname(path) or ".",
-                                                config.get("model_class", DEFAULT), path_of(cls),
+                                                recorded_class(config), path_of(cls),
                                                 why))
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from crnn_multigpu.ocr.ctc import beam_decode, greedy_decode
 from crnn_multigpu.ocr.inference import TextReader
 from crnn_multigpu.runtime.checkpoints import one_line
+from crnn_multigpu.runtime.run_config import RunConfig
 
 __all__ = ["ONNX_FILE", "OnnxRecognizer", "import_extra", "is_onnx_export", "onnx_file"]
 
@@ -85,7 +86,8 @@ class OnnxRecognizer(TextReader):
         except (KeyError, TypeError, ValueError):
             raise ValueError("%s has no run config in its metadata: it was not written by "
                              "crnn-export --format onnx; export the run with it" % self.checkpoint)
-        super(OnnxRecognizer, self).__init__(config, lexicon, language_model)
+        super(OnnxRecognizer, self).__init__(RunConfig.from_json(config, self.checkpoint),
+                                             lexicon, language_model)
         self.decode = greedy_decode if beam_width <= 1 else \
             lambda frames: beam_decode(frames, beam_width)
 

@@ -11,12 +11,11 @@ module adds what the Saver leaves open:
 - writing: ``CheckpointSaver`` never saves NaN/Inf, never replaces a file of an
   existing checkpoint (a damaged one is renamed to ``*.damaged`` first), and
   turns a failed write into one line that keeps the last good checkpoint;
-- a writability check before training, the lock that lets one trainer at a time use a run
-  folder, and the run configuration that inference needs to rebuild the model.
+- a writability check before training, and the lock that lets one trainer at a time use a
+  run folder. (The run's config.json is ``run_config.RunConfig``'s.)
 """
 import contextlib
 import errno
-import json
 import logging
 import os
 import re
@@ -28,7 +27,6 @@ from crnn_multigpu.files import written_whole
 
 log = logging.getLogger(__name__)
 
-CONFIG_NAME = "config.json"
 CHECKPOINT_SUBDIR = "checkpoints"
 CHECKPOINT_PREFIX = "model.ckpt"
 DAMAGED_SUFFIX = ".damaged"
@@ -98,12 +96,6 @@ def ensure_writable(directory):
                       "disk space before training." % (directory, error.strerror or error))
 
 
-def save_config(run_dir, config):
-    """Store the run configuration (model arguments, charset, image width) as JSON."""
-    atomic_write_text(os.path.join(run_dir, CONFIG_NAME),
-                      json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False))
-
-
 # The file in a run folder whose lock its trainer holds (``run_folder_lock``).
 LOCK_NAME = ".crnn-train.lock"
 
@@ -158,86 +150,6 @@ def _holder(lock_path):
     except OSError:
         return ""
     return " (process %s)" % text if text.isdigit() else ""
-
-
-# config.json's history of a run trained in parts (--resume): the settings of each part.
-PARTS_KEY = "parts"
-
-
-def with_parts(config, previous, part):
-    """The configuration to save for a run: ``config`` (this part's), the keys of ``previous``
-    (the run's config.json before, or None) that ``config`` lacks, and the run's history under
-    "parts": ``previous``'s parts, then ``part`` (``from_step`` and the settings that may differ
-    between parts) unless the last part has the same settings. A ``previous`` from before the
-    history was kept becomes the first part, from step 0, with its values of ``part``'s keys."""
-    parts = []
-    if previous is not None:
-        parts = list(previous.get(PARTS_KEY) or [dict(
-            [("from_step", 0)] + [(key, previous[key]) for key in part
-                                  if key != "from_step" and key in previous])])
-    if not parts or _settings(parts[-1]) != _settings(part):
-        parts.append(part)
-    merged = dict(previous or {})
-    merged.update(config)
-    merged[PARTS_KEY] = parts
-    return merged
-
-
-def _settings(part):
-    return dict((key, value) for key, value in part.items() if key != "from_step")
-
-
-def load_config(run_dir):
-    """Read the configuration written by ``save_config``, checked (see ``check_config``); a
-    clear error naming the file if the run is not there or its configuration is not usable."""
-    path = os.path.join(run_dir, CONFIG_NAME)
-    if not os.path.isfile(path):
-        raise FileNotFoundError("%s is not a training run directory (no %s). Pass the --out "
-                                "directory of crnn-train." % (run_dir, CONFIG_NAME))
-    try:
-        with open(path, encoding="utf-8") as stream:
-            config = json.load(stream)
-    except UnicodeDecodeError as error:
-        raise ValueError("%s is not UTF-8 text (byte %d); restore it from the run's backup or "
-                         "retrain" % (path, error.start))
-    except ValueError as error:
-        raise ValueError("%s is not valid JSON (%s); restore it or retrain" % (path, error))
-    check_config(config, path)
-    return config
-
-
-def check_config(config, path):
-    """Raise ValueError naming ``path`` unless ``config`` describes a model that can be built:
-    a ``model`` with ``num_classes``, a ``charset`` of exactly ``num_classes - 1`` characters
-    (the CTC blank is the last class) and, if any, a ``model_class`` string. What else the
-    model's arguments must be is its class's business (``ocr.model_class.from_config``)."""
-    if not isinstance(config, dict):
-        raise ValueError("%s holds %s, not a run configuration (a JSON object)"
-                         % (path, type(config).__name__))
-    for key, kind in (("model", dict), ("charset", str)):
-        if key not in config:
-            raise ValueError("%s lacks %r: it was not written by crnn-train; restore it or "
-                             "retrain" % (path, key))
-        if not isinstance(config[key], kind):
-            raise ValueError("%s: %r must be a %s, got %r" % (path, key, kind.__name__,
-                                                              config[key]))
-    if not isinstance(config.get("frame_single_bands", False), bool):
-        raise ValueError("%s: 'frame_single_bands' must be true or false, got %r"
-                         % (path, config["frame_single_bands"]))
-    if not isinstance(config.get("model_class", ""), str):
-        raise ValueError("%s: 'model_class' must be a string module:Class, got %r"
-                         % (path, config["model_class"]))
-    model = config["model"]
-    classes = model.get("num_classes")
-    if not isinstance(classes, int) or isinstance(classes, bool) or classes < 1:
-        raise ValueError("%s: model 'num_classes' must be a positive whole number, got %r"
-                         % (path, classes))
-    if len(config["charset"]) != model["num_classes"] - 1:
-        raise ValueError("%s: its charset has %d characters but the model has %d classes (it "
-                         "needs num_classes - 1 = %d characters, the last class being CTC's "
-                         "blank); restore the run's charset" % (path, len(config["charset"]),
-                                                               model["num_classes"],
-                                                               model["num_classes"] - 1))
 
 
 def checkpoint_dir(run_dir):
