@@ -46,3 +46,40 @@ def test_the_top_level_names_still_import():
     import crnn_multigpu
     for name in crnn_multigpu.__all__:
         assert getattr(crnn_multigpu, name) is not None, name
+
+
+# The tools are thin (issue 36): every function of cli/ fits on a screen, its body (docstring
+# included) at most this many lines.
+MAX_TOOL_FUNCTION_LINES = 40
+
+
+def function_lengths(path):
+    """``(name, line of its def, lines of its body)`` of every function in the file at ``path``.
+    The body ends before the next line that is not blank and indented no deeper than the def
+    (Python 3.7's ast gives no end line)."""
+    lines = open(path, encoding="utf-8").read().splitlines()
+    found = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = node.body[0].lineno  # 1-based
+        end = first
+        for number in range(first + 1, len(lines) + 1):
+            text = lines[number - 1]
+            if text.strip() and len(text) - len(text.lstrip()) <= node.col_offset:
+                break
+            if text.strip():
+                end = number
+        found.append((node.name, node.lineno, end - first + 1))
+    return found
+
+
+def test_no_function_of_the_tools_is_longer_than_a_screen():
+    folder = os.path.join(PACKAGE, "cli")
+    sources = sorted(name for name in os.listdir(folder) if name.endswith(".py"))
+    assert len(sources) > 5
+    long = ["cli/%s:%d %s, %d lines" % (name, line, function, length) for name in sources
+            for function, line, length in function_lengths(os.path.join(folder, name))
+            if length > MAX_TOOL_FUNCTION_LINES]
+    assert not long, "longer than %d lines: split into named steps: %s" % (
+        MAX_TOOL_FUNCTION_LINES, "; ".join(long))

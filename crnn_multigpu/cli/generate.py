@@ -24,11 +24,19 @@ from crnn_multigpu.files import make_folder
 
 
 def build_parser():
+    """crnn-generate's arguments."""
     parser = ArgumentParser(
         prog="crnn-generate",
         description="Render synthetic text-line images with their labels, in the folder format "
                     "(images/*.png + labels.txt) or the crnn.pytorch LMDB format.")
-    output = parser.add_argument_group("where and how the images are written")
+    add_output_group(parser.add_argument_group("where and how the images are written"))
+    add_text_group(parser.add_argument_group("what the images say"))
+    add_look_group(parser.add_argument_group("how the text looks"))
+    return parser
+
+
+def add_output_group(output):
+    """The output group: where, how many, in which format, by how many processes."""
     output.add_argument("--out", metavar="DIR", type=output_folder,
                         help="output folder (required unless --list-fonts)")
     output.add_argument("--list-fonts", action="store_true",
@@ -48,7 +56,10 @@ def build_parser():
     output.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
                         help="processes rendering the folder format (default: one per CPU)")
     output.add_argument("--quiet", action="store_true", help="no progress lines")
-    text = parser.add_argument_group("what the images say")
+
+
+def add_text_group(text):
+    """The text group: the language, charset, kind and length of the texts drawn."""
     text.add_argument("--language", choices=language_names(), default=DEFAULT_LANGUAGE,
                       help="whose prose, words, punctuation and type designs to draw "
                            "(crnn_multigpu/datasets/languages/; default: %(default)s)")
@@ -73,7 +84,10 @@ def build_parser():
                            "of look-alike glyphs: 1/l/I, 0/O), the last two drawn only when named")
     text.add_argument("--min-len", type=positive_int, default=1, help="shortest text (default: 1)")
     text.add_argument("--max-len", type=positive_int, help="longest (default: 10; 60 with --lines)")
-    look = parser.add_argument_group("how the text looks")
+
+
+def add_look_group(look):
+    """The look group: the type designs and the distortions."""
     look.add_argument("--fonts", choices=FONT_SIDES, default="all",
                       help="which side of the deterministic train/held-out split (by font "
                            "family) to use (default: %(default)s)")
@@ -83,7 +97,6 @@ def build_parser():
                            "(Liberation, Arimo, Tinos, Cousine, FreeFont, URW base35, TeX Gyre)")
     look.add_argument("--difficulty", type=unit_float, default=0.5,
                       help="distortion strength from 0 (clean) to 1 (default: %(default)s)")
-    return parser
 
 
 def _check_arguments(args):
@@ -130,10 +143,7 @@ def main_body(argv=None):
     setup_logging()
     _check_arguments(args)
     from crnn_multigpu.ocr.charset import Charset
-    from crnn_multigpu.datasets import write_dataset, write_lmdb, write_recipe
     from crnn_multigpu.datasets.fonts import select_fonts
-    from crnn_multigpu.datasets.folder import with_progress
-    from crnn_multigpu.datasets.synthetic import make_generator, text_part_of
 
     language = get_language(args.language)
     charset = Charset.from_file(args.charset) if args.charset else \
@@ -144,40 +154,59 @@ def main_body(argv=None):
     fonts = select_fonts(args.fonts, args.font_dir, charset.chars, args.holdout_fraction,
                          include_reserved=args.include_reserved, language=language)
     if args.lazy:
-        path = write_recipe(args.out, count=args.count, start=args.start, seed=args.seed,
-                            fonts=args.fonts, holdout_fraction=args.holdout_fraction,
-                            font_dirs=[os.path.abspath(d) for d in args.font_dir or ()] or None,
-                            include_reserved=args.include_reserved, min_len=args.min_len,
-                            max_len=args.max_len, difficulty=args.difficulty,
-                            words=args.words and os.path.abspath(args.words), kinds=kinds,
-                            charset="".join(charset.chars), lines=args.lines,
-                            text=[os.path.abspath(t) for t in args.text] if args.text else None,
-                            language=args.language)
-        print("wrote %s: %d images in %d fonts, rendered when read" % (path, args.count, len(fonts)))
-        return 0
+        return write_lazy(args, charset, kinds, fonts)
+    return write_rendered(args, charset, kinds, fonts, language)
+
+
+def write_lazy(args, charset, kinds, fonts):
+    """Write the recipe (synthetic.json) of ``--lazy``, print what it holds; returns 0."""
+    from crnn_multigpu.datasets import write_recipe
+    path = write_recipe(args.out, count=args.count, start=args.start, seed=args.seed,
+                        fonts=args.fonts, holdout_fraction=args.holdout_fraction,
+                        font_dirs=[os.path.abspath(d) for d in args.font_dir or ()] or None,
+                        include_reserved=args.include_reserved, min_len=args.min_len,
+                        max_len=args.max_len, difficulty=args.difficulty,
+                        words=args.words and os.path.abspath(args.words), kinds=kinds,
+                        charset="".join(charset.chars), lines=args.lines,
+                        text=[os.path.abspath(t) for t in args.text] if args.text else None,
+                        language=args.language)
+    print("wrote %s: %d images in %d fonts, rendered when read" % (path, args.count, len(fonts)))
+    return 0
+
+
+def write_rendered(args, charset, kinds, fonts, language):
+    """Render the images into --out in --format, print how fast; returns 0."""
+    from crnn_multigpu.datasets.synthetic import make_generator, text_part_of
     generator = make_generator(charset, fonts, lines=args.lines, text_files=args.text,
                                text_part=text_part_of(args.fonts), min_len=args.min_len,
                                max_len=args.max_len, seed=args.seed, difficulty=args.difficulty,
                                words=args.words, kinds=kinds, language=language)
-    every = 0 if args.quiet else max(100, min(10000, args.count // 10))
     started = time.time()
-    if args.format == "folder":
-        write_dataset(args.out, generator, args.count, start=args.start,
-                      progress=not args.quiet, every=every, workers=args.workers)
-    else:
-        samples = generator.iterate(args.start, args.count)
-        if every:
-            samples = with_progress(samples, args.count, every)
-        make_folder(args.out)
-        # The charset first: data.mdb, which makes the folder a dataset, only when complete.
-        charset.to_file(os.path.join(args.out, "charset.txt"))
-        write_lmdb(args.out, samples, overwrite=True)
+    write_samples(args, generator, charset)
     seconds = time.time() - started
     processes = args.workers if args.format == "folder" else 1
     print("wrote %d images to %s (%s format, %d fonts) in %.1f s: %.0f images/s with %d "
           "process(es)" % (args.count, args.out, args.format, len(fonts), seconds,
                            args.count / max(seconds, 1e-9), processes))
     return 0
+
+
+def write_samples(args, generator, charset):
+    """Write the samples of ``generator`` into --out: a folder dataset, or an LMDB."""
+    from crnn_multigpu.datasets import write_dataset, write_lmdb
+    from crnn_multigpu.datasets.folder import with_progress
+    every = 0 if args.quiet else max(100, min(10000, args.count // 10))
+    if args.format == "folder":
+        write_dataset(args.out, generator, args.count, start=args.start,
+                      progress=not args.quiet, every=every, workers=args.workers)
+        return
+    samples = generator.iterate(args.start, args.count)
+    if every:
+        samples = with_progress(samples, args.count, every)
+    make_folder(args.out)
+    # The charset first: data.mdb, which makes the folder a dataset, only when complete.
+    charset.to_file(os.path.join(args.out, "charset.txt"))
+    write_lmdb(args.out, samples, overwrite=True)
 
 
 main = console_entry(main_body, "crnn-generate")

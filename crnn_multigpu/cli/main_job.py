@@ -32,6 +32,7 @@ LINE_DIFFICULTY = 0.3
 
 
 def build_parser():
+    """The main job's arguments."""
     parser = ArgumentParser(prog="python -m crnn_multigpu.cli.main_job",
                             description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/main", type=output_folder,
@@ -72,16 +73,33 @@ def render(out_dir, make, count, workers):
 
 
 def main_body(argv=None):
+    """The main job on the command line ``argv``: render, train, evaluate; the exit code."""
     args = build_parser().parse_args(argv)
     setup_logging()
     for key, value in (LINE_DEFAULTS if args.lines else WORD_DEFAULTS).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     from crnn_multigpu.ocr.charset import Charset
+    charset = Charset.printable_ascii() if args.lines else Charset.default()
+    data_dir, run_dir = os.path.join(args.out, "data"), os.path.join(args.out, "run")
+    train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
+    render_sets(args, charset, train_dir, val_dir)
+
+    from crnn_multigpu.cli import train
+    started = time.time()
+    status = train.main_body(train_arguments(args, train_dir, val_dir, run_dir))
+    if status:
+        return status
+    minutes = (time.time() - started) / 60.0
+    print_figures(evaluate_run(args, run_dir, val_dir, minutes))
+    return 0
+
+
+def split_fonts_of(args, charset):
+    """``(training faces, held-out faces)`` of the fonts that draw ``charset``, said on stderr
+    (with a warning when there are too few for the figures to mean much)."""
     from crnn_multigpu.datasets import find_fonts, split_fonts
     from crnn_multigpu.datasets.fonts import font_family
-    from crnn_multigpu.datasets.synthetic import make_generator
-    charset = Charset.printable_ascii() if args.lines else Charset.default()
     fonts = find_fonts(args.font_dir, chars=charset.chars)
     train_fonts, heldout_fonts = split_fonts(fonts, args.holdout_fraction, seed=args.seed)
     sys.stderr.write("fonts: %d faces for training, %d held out for validation, from families: "
@@ -91,8 +109,13 @@ def main_body(argv=None):
         sys.stderr.write("warning: only %d fonts found; the figures will not reflect unseen "
                          "typefaces well (run scripts/install_system_packages.sh as root)\n"
                          % len(fonts))
-    data_dir, run_dir = os.path.join(args.out, "data"), os.path.join(args.out, "run")
-    train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
+    return train_fonts, heldout_fonts
+
+
+def render_sets(args, charset, train_dir, val_dir):
+    """Render the training set (training faces) and the validation set (held-out faces)."""
+    from crnn_multigpu.datasets.synthetic import make_generator
+    train_fonts, heldout_fonts = split_fonts_of(args, charset)
     if args.lines:
         # Held-out families read held-out prose: neither the faces nor the sentences were seen.
         render(train_dir, lambda: make_generator(charset, train_fonts, lines=True,
@@ -111,8 +134,10 @@ def main_body(argv=None):
                                                kinds=("word",)),
                args.val_count, args.workers)
 
+
+def train_arguments(args, train_dir, val_dir, run_dir):
+    """crnn-train's command line for the job (with --resume when the run has a checkpoint)."""
     from crnn_multigpu.runtime.checkpoints import latest_checkpoint
-    from crnn_multigpu.cli import train
     train_args = ["--train", train_dir, "--val", val_dir, "--out", run_dir,
                   "--towers", str(args.towers), "--steps", str(args.steps), "--lr", str(args.lr),
                   "--batch-size", str(args.batch_size), "--seed", str(args.seed),
@@ -124,12 +149,12 @@ def main_body(argv=None):
                        "--log-every", str(max(1, min(50, args.steps // 10)))]
     if latest_checkpoint(run_dir):
         train_args.append("--resume")
-    started = time.time()
-    status = train.main_body(train_args)
-    if status:
-        return status
-    minutes = (time.time() - started) / 60.0
+    return train_args
 
+
+def evaluate_run(args, run_dir, val_dir, minutes):
+    """The held-out figures of the run's newest checkpoint (and the picture of its sample
+    predictions), said in a line on stderr; ``minutes``: how long training took."""
     from crnn_multigpu.datasets import open_dataset
     from crnn_multigpu.ocr.inference import Recognizer
     from crnn_multigpu.ocr.picture import prediction_grid
@@ -143,22 +168,27 @@ def main_body(argv=None):
     if args.lines:
         figures["line_accuracy"] = figures["word_accuracy"]
     else:
-        # The reading crnn-evaluate --char-lm gives: the language model's weights were chosen
-        # on words of the held-out families, so it is reported for words only.
-        from crnn_multigpu.ocr.char_lm import CharLmDecoder, prose_language_model
-        recognizer.language_model = CharLmDecoder(prose_language_model(recognizer.charset))
-        read_with_lm = recognizer.evaluate(open_dataset(val_dir), keep_examples=0)[0]
-        figures.update(word_accuracy_char_lm=read_with_lm["word_accuracy"],
-                       cer_char_lm=read_with_lm["cer"])
-        with_lm = " (%.2f %% and CER %.2f %% with the character language model, --char-lm)" % (
-            100 * read_with_lm["word_accuracy"], 100 * read_with_lm["cer"])
+        with_lm = add_char_lm_figures(recognizer, val_dir, figures)
     sys.stderr.write("held-out-font validation: %s %.2f %%, CER %.2f %%%s on %d images; "
                      "training took %.1f min; sample predictions in %s\n"
                      % ("lines exactly right" if args.lines else "word accuracy",
                         100 * figures["word_accuracy"], 100 * figures["cer"], with_lm,
                         figures["n"], minutes, picture))
-    print_figures(figures)
-    return 0
+    return figures
+
+
+def add_char_lm_figures(recognizer, val_dir, figures):
+    """Add to ``figures`` the reading crnn-evaluate --char-lm gives; the words that say it."""
+    # The language model's weights were chosen on words of the held-out families, so it is
+    # reported for words only.
+    from crnn_multigpu.datasets import open_dataset
+    from crnn_multigpu.ocr.char_lm import CharLmDecoder, prose_language_model
+    recognizer.language_model = CharLmDecoder(prose_language_model(recognizer.charset))
+    read_with_lm = recognizer.evaluate(open_dataset(val_dir), keep_examples=0)[0]
+    figures.update(word_accuracy_char_lm=read_with_lm["word_accuracy"],
+                   cer_char_lm=read_with_lm["cer"])
+    return " (%.2f %% and CER %.2f %% with the character language model, --char-lm)" % (
+        100 * read_with_lm["word_accuracy"], 100 * read_with_lm["cer"])
 
 
 main = console_entry(main_body, "the main job")
