@@ -14,7 +14,7 @@ _PUBLIC = {
     "Replicated": "crnn_multigpu.wrapper.strategies",
     "SpreadParameterServer": "crnn_multigpu.wrapper.strategies",
     "CRNN": "crnn_multigpu.ocr.crnn",
-    "Charset": "crnn_multigpu.ocr.charset",
+    "Charset": "crnn_multigpu.datasets.charset",
     "cluster_devices": "crnn_multigpu.wrapper.devices",
     "cpu_devices": "crnn_multigpu.wrapper.devices",
     "session_config": "crnn_multigpu.wrapper.devices",

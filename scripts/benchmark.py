@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crnn_multigpu.ocr.charset import Charset  # noqa: E402
+from crnn_multigpu.datasets.charset import Charset  # noqa: E402
 from crnn_multigpu.compat import TF_VERSION, tf  # noqa: E402
 from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
 from crnn_multigpu.datasets import make_batch  # noqa: E402

@@ -41,7 +41,7 @@ from PIL import Image, ImageFilter
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from crnn_multigpu.ocr.charset import Charset  # noqa: E402
+from crnn_multigpu.datasets.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
 from page_check import layout_rows, page_numbers, rows_read_exactly  # noqa: E402

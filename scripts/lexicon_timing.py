@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crnn_multigpu.ocr.charset import Charset  # noqa: E402
+from crnn_multigpu.datasets.charset import Charset  # noqa: E402
 from crnn_multigpu.ocr.lexicon import LexiconDecoder, fit_to_charset, read_lexicon  # noqa: E402
 
 CHARSET = Charset.default()

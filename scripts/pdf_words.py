@@ -37,7 +37,7 @@ from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crnn_multigpu.ocr.charset import Charset  # noqa: E402
+from crnn_multigpu.datasets.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets import write_labels  # noqa: E402
 from crnn_multigpu.datasets.text_sources import RESERVED_PDFS  # noqa: E402,F401  (scripts import it from here)
 

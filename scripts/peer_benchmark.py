@@ -256,7 +256,7 @@ def tf_spec(reference=None, seed=0):
     """
     from crnn_multigpu.compat import TF_VERSION, tf
     from crnn_multigpu.datasets.batching import Batch
-    from crnn_multigpu.ocr.charset import Charset
+    from crnn_multigpu.datasets.charset import Charset
     from crnn_multigpu.ocr.crnn import CRNN
     classes = len(Charset.default().chars) + 1  # + the CTC blank
     graph = tf.Graph()

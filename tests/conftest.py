@@ -48,7 +48,7 @@ def make_session(fresh_graph):
 @pytest.fixture(scope="session")
 def tiny_dataset(tmp_path_factory):
     """48 synthetic text lines (up to 5 characters) as a folder dataset."""
-    from crnn_multigpu.ocr.charset import Charset
+    from crnn_multigpu.datasets.charset import Charset
     from crnn_multigpu.datasets import SyntheticTextGenerator, find_fonts, write_dataset
     root = str(tmp_path_factory.mktemp("tiny") / "folder")
     generator = SyntheticTextGenerator(Charset.default(), find_fonts()[:3], max_len=5, seed=5)

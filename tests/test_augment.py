@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.datasets import (SyntheticDataset, SyntheticTextGenerator, find_fonts,
                                     load_image, open_dataset, write_lmdb)
 from crnn_multigpu.datasets.augment import Degrader

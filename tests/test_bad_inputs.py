@@ -15,7 +15,7 @@ from PIL import Image
 import toy_models as toys
 from assertions import one_error_line, run_captured
 from crnn_multigpu import MultiGpuModel
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.cli import evaluate, generate, train
 from crnn_multigpu.cli.common import UsageError
 from crnn_multigpu.compat import tf

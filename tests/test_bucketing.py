@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.cli import train
 from crnn_multigpu.datasets import FolderDataset, batch_indices, write_labels
 from crnn_multigpu.datasets.steps import StepBatches

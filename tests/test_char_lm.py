@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from crnn_multigpu.ocr.char_lm import CharLmDecoder, CharNgramModel, prose_language_model
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.ocr.lexicon import ctc_log_likelihood
 
 CHARSET = Charset("abcdeghilnopqrstu")

@@ -5,7 +5,7 @@ import string
 
 import pytest
 
-from crnn_multigpu.ocr.charset import (EMPTY_LABEL, OUTSIDE_CHARSET, TOO_LONG, Charset,
+from crnn_multigpu.datasets.charset import (EMPTY_LABEL, OUTSIDE_CHARSET, TOO_LONG, Charset,
                                    describe_rejections, filter_labels)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from crnn_multigpu.ocr.charset import EMPTY_LABEL, OUTSIDE_CHARSET, TOO_LONG, Charset
+from crnn_multigpu.datasets.charset import EMPTY_LABEL, OUTSIDE_CHARSET, TOO_LONG, Charset
 from crnn_multigpu.cli import generate
 from crnn_multigpu.datasets import (BatchLoader, FolderDataset, LmdbDataset, SyntheticDataset,
                                     SyntheticTextGenerator, batch_indices, find_fonts, fit_width,

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.cli import evaluate, predict, train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr.crnn import CRNN

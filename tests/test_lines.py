@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.cli import generate
 from crnn_multigpu.datasets import find_fonts, open_dataset, read_labels
 from crnn_multigpu.datasets.fonts import font_style

@@ -14,7 +14,7 @@ from crnn_multigpu.cli import evaluate, export, predict, reading, train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image, make_batch, read_labels
 from crnn_multigpu.datasets.batching import TIME_STEP_WIDTH
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.ocr.word_frame import single_band_frame
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint

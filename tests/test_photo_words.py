@@ -5,7 +5,7 @@ import sys
 
 from PIL import Image
 
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.datasets import open_dataset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

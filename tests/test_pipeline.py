@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from crnn_multigpu import MultiGpuModel
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset

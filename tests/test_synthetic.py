@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.cli import generate
 from crnn_multigpu.datasets import (SyntheticDataset, SyntheticTextGenerator, find_fonts,
                                     open_dataset, write_recipe)

@@ -9,7 +9,7 @@ from PIL import Image
 
 from assertions import levenshtein
 from waiting import HANG_GUARD
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 from crnn_multigpu.cli import evaluate, export, predict, train
 from crnn_multigpu.cli.reading import SHIPPED_MODELS

@@ -142,7 +142,7 @@ def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging()
     _check_arguments(args)
-    from crnn_multigpu.ocr.charset import Charset
+    from crnn_multigpu.datasets.charset import Charset
     from crnn_multigpu.datasets.fonts import select_fonts
 
     language = get_language(args.language)

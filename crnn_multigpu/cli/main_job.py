@@ -79,7 +79,7 @@ def main_body(argv=None):
     for key, value in (LINE_DEFAULTS if args.lines else WORD_DEFAULTS).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    from crnn_multigpu.ocr.charset import Charset
+    from crnn_multigpu.datasets.charset import Charset
     charset = Charset.printable_ascii() if args.lines else Charset.default()
     data_dir, run_dir = os.path.join(args.out, "data"), os.path.join(args.out, "run")
     train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")

@@ -9,7 +9,7 @@ import os
 import sys
 
 from crnn_multigpu.datasets.language import get_language, language_names
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.runtime.checkpoints import (ensure_writable, latest_checkpoint,
                                                run_folder_lock)
 from crnn_multigpu.wrapper import strategies

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from crnn_multigpu.ocr.charset import describe_rejections, filter_labels
+from crnn_multigpu.datasets.charset import describe_rejections, filter_labels
 from crnn_multigpu.datasets.images import UNREADABLE, load_image, scaled_width
 from crnn_multigpu.files import make_folder, write_text, written_whole
 

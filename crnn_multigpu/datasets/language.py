@@ -83,7 +83,7 @@ class Language(object):
     def charset(self):
         """The language's :class:`~crnn_multigpu.datasets.charset.Charset`."""
         if self._charset is None:
-            from crnn_multigpu.ocr.charset import Charset
+            from crnn_multigpu.datasets.charset import Charset
             name = self.description["charset"]
             self._charset = Charset.printable_ascii() if name == "printable_ascii" else \
                 Charset.from_file(os.path.join(LANGUAGES_DIR, name))

@@ -75,7 +75,7 @@ def write_recipe(out_dir, **settings):
 
 def open_recipe(path, charset=None, time_steps=None, height=32):
     """The :class:`SyntheticDataset` a recipe folder (or its synthetic.json) describes."""
-    from crnn_multigpu.ocr.charset import Charset
+    from crnn_multigpu.datasets.charset import Charset
     from crnn_multigpu.datasets.fonts import select_fonts
     recipe_path = path if path.endswith(".json") else os.path.join(path, RECIPE_FILE)
     try:

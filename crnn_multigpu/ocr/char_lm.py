@@ -180,7 +180,7 @@ def prose_language_model(charset, order=DEFAULT_ORDER, texts=None):
     generator's prose (or ``texts``): lines as they are for a charset with a space, else words
     (lower-cased where the charset has one case)."""
     from crnn_multigpu.datasets.lines import load_prose
-    from crnn_multigpu.ocr.charset import Charset
+    from crnn_multigpu.datasets.charset import Charset
     units = load_prose(Charset.printable_ascii(), texts, part="train")
     if " " not in charset:
         lower_only = not any(char.isupper() for char in charset.chars)

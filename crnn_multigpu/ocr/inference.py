@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from crnn_multigpu.ocr import model_class
-from crnn_multigpu.ocr.charset import Charset
+from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.runtime.checkpoints import require_checkpoint, variables_mismatch
 from crnn_multigpu.runtime.run_config import CONFIG_NAME, RunConfig
 from crnn_multigpu.compat import tf

@@ -240,7 +240,7 @@ class LexiconDecoder(object):
     Args:
       words: the lexicon (e.g. from :func:`read_lexicon`); mapped to ``charset`` by
         :func:`fit_to_charset`, words it cannot emit are dropped (logged, ``dropped``).
-      charset: the model's :class:`~crnn_multigpu.ocr.charset.Charset`.
+      charset: the model's :class:`~crnn_multigpu.datasets.charset.Charset`.
       delta: edit distance of the ``nearest`` mode's candidates (paper: 3).
       search: ``auto`` (``all`` up to ``SMALL_LEXICON`` words, else ``nearest``),
         ``all`` (exact: score every word) or ``nearest`` (BK-tree candidates).
