@@ -14,7 +14,7 @@ from PIL import Image
 
 from assertions import one_error_line, run_captured
 from crnn_multigpu import files
-from crnn_multigpu.cli import export, generate, main_job, predict, train
+from crnn_multigpu.cli import evaluate, export, generate, main_job, predict, train
 from crnn_multigpu.datasets import open_dataset
 from crnn_multigpu.datasets import lmdb_format
 
@@ -174,3 +174,44 @@ def test_an_out_that_names_a_file(tool, inside, tmp_path, capsys):
     assert one_error_line(code, err) == "error: --out must name a folder, but %s%s is a file: " \
         "pass a folder (new or existing)" % (afile, " (in %s)" % out if inside else "")
     assert everything_in(str(tmp_path)) == ["afile.txt"] and afile.read_text() == u"mine"
+
+
+PICTURE_TOOLS = {"predict": lambda data, image: (predict, ["--model", "words", image]),
+                 "predict --page": lambda data, image: (predict, ["--page", image]),
+                 "evaluate": lambda data, image: (evaluate, ["--model", "words", "--data", data])}
+
+
+@pytest.mark.parametrize("tool", sorted(PICTURE_TOOLS))
+def test_a_picture_that_cannot_be_written_is_refused_before_reading(tool, tiny_dataset, tmp_path,
+                                                                    capsys, monkeypatch):
+    """Every tool that takes --picture: a path it could not write is one line naming it and
+    what to do, before any model is loaded (it was refused only once everything was read)."""
+    image = os.path.join(tiny_dataset, "images", sorted(os.listdir(
+        os.path.join(tiny_dataset, "images")))[0])
+    module, argv = PICTURE_TOOLS[tool](tiny_dataset, image)
+    monkeypatch.setattr(module, "chosen_recognizer",
+                        lambda *args: pytest.fail("a model was loaded before --picture was checked"))
+    afile = str(tmp_path / "afile.txt")
+    open(afile, "w").close()
+    missing = str(tmp_path / "no" / "such")
+    denied = str(tmp_path / "denied")
+    os.mkdir(denied)
+    cases = [
+        (os.path.join(missing, "grid.png"),
+         "its folder %s does not exist; create it first (mkdir -p %s) or choose a file in an "
+         "existing folder" % (missing, missing)),
+        (os.path.join(afile, "grid.png"),
+         "%s is a file, not a folder; choose a file in a folder" % afile),
+        (os.path.join(denied, "grid.png"),
+         "permission denied in its folder %s; choose a file in a folder you may write" % denied)]
+    real_access = os.access
+    # As root every folder is writable: the refusal of a read-only one is shown by os.access.
+    monkeypatch.setattr(os, "access", lambda path, mode: path != denied and real_access(path, mode))
+    for picture, reason in cases:
+        code, _, err = run_captured(module.main, argv + ["--picture", picture], capsys)
+        assert one_error_line(code, err) == "error: --picture %s cannot be written: %s" % (
+            picture, reason)
+    code, _, err = run_captured(module.main, argv + ["--picture", str(tmp_path)], capsys)
+    assert one_error_line(code, err) == "error: --picture %s is a folder: name a file in it " \
+        "(e.g. %s)" % (tmp_path, tmp_path / "picture.png")
+    assert everything_in(str(tmp_path)) == ["afile.txt", "denied"]

@@ -186,13 +186,19 @@ def existing_folder(text):
     return text
 
 
+def nearest_existing(path):
+    """``path`` or the nearest folder above it that exists ("" when none of a relative path
+    does)."""
+    while path and not os.path.exists(path):
+        path = os.path.dirname(path)
+    return path
+
+
 def output_folder(text):
     """An argparse type: a folder to write into, new or existing (every tool's ``--out``).
     Refused when it, or the nearest part of its path that exists, is a file: creating it
     would fail later with 'Not a directory' or 'File exists'."""
-    existing = text.rstrip(os.sep) or text
-    while existing and not os.path.exists(existing):
-        existing = os.path.dirname(existing)
+    existing = nearest_existing(text.rstrip(os.sep) or text)
     if existing and not os.path.isdir(existing):
         raise argparse.ArgumentTypeError(
             "must name a folder, but %s%s is a file: pass a folder (new or existing)"
@@ -211,12 +217,32 @@ def add_font_arguments(parser):
                         help="share of font families held out by the split (default: %(default)s)")
 
 
-def refuse_to_overwrite(path, flag, overwrite):
-    """Raise FileExistsError when ``path`` (the value of ``flag``) exists and ``overwrite`` is
-    not set: an output never replaces a file, maybe one of the inputs, unless asked."""
-    if path and os.path.exists(path) and not overwrite:
+def check_output_file(path, flag, overwrite):
+    """Raise an OSError, one line naming ``path`` (the value of ``flag``) and what to do, when a
+    tool could not write its output file there: checked before the reading work rather than
+    found after it. Refused: an existing file unless ``overwrite`` (an output never replaces a
+    file, maybe one of the inputs, unless asked), a folder, and a path whose folder does not
+    exist, is a file or may not be written into."""
+    if not path:
+        return
+    if os.path.isdir(path):
+        raise IsADirectoryError("%s %s is a folder: name a file in it (e.g. %s)"
+                                % (flag, path, os.path.join(path, "picture.png")))
+    if os.path.exists(path) and not overwrite:
         raise FileExistsError("%s %s already exists; choose another file or pass --overwrite"
                               % (flag, path))
+    folder = os.path.dirname(path) or os.curdir
+    if not os.path.isdir(folder):
+        existing = nearest_existing(folder)
+        if existing and not os.path.isdir(existing):  # a file lies on its path
+            raise NotADirectoryError("%s %s cannot be written: %s is a file, not a folder; "
+                                     "choose a file in a folder" % (flag, path, existing))
+        raise FileNotFoundError("%s %s cannot be written: its folder %s does not exist; create "
+                                "it first (mkdir -p %s) or choose a file in an existing folder"
+                                % (flag, path, folder, folder))
+    if not os.access(folder, os.W_OK):
+        raise PermissionError("%s %s cannot be written: permission denied in its folder %s; "
+                              "choose a file in a folder you may write" % (flag, path, folder))
 
 
 def add_model_class_argument(parser, training=False):

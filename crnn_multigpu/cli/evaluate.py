@@ -6,7 +6,7 @@ for tools to parse; progress goes to stderr.
 import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, console_entry, positive_int, print_figures,
-                                      refuse_to_overwrite, report_unreadable, setup_logging)
+                                      check_output_file, report_unreadable, setup_logging)
 from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
                                        lexicon_words)
 from crnn_multigpu.ocr import char_lm
@@ -84,7 +84,7 @@ def main_body(argv=None):
     """crnn-evaluate on the command line ``argv``: the figures as one JSON line on stdout."""
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
-    refuse_to_overwrite(args.picture, "--picture", args.overwrite)
+    check_output_file(args.picture, "--picture", args.overwrite)
     words = lexicon_words(args)
     from crnn_multigpu.datasets import open_dataset
     run = chosen_run(args)

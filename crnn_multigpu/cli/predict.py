@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from crnn_multigpu.cli.common import (ArgumentParser, console_entry, refuse_to_overwrite,
+from crnn_multigpu.cli.common import (ArgumentParser, check_output_file, console_entry,
                                       setup_logging)
 from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
                                        lexicon_words)
@@ -203,7 +203,7 @@ def main_body(argv=None):
     require_a_page_for_hocr(args)
     pictures = picture_paths(args)
     for picture in pictures:
-        refuse_to_overwrite(picture, "--picture", args.overwrite)
+        check_output_file(picture, "--picture", args.overwrite)
     words = lexicon_words(args)
     recognizer = chosen_recognizer(args, chosen_run(args), words)
     if args.lines or args.page:
