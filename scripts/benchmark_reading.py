@@ -55,7 +55,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from crnn_multigpu.cli.common import ArgumentParser, console_entry, int_at_least  # noqa: E402
-from crnn_multigpu.cli.reading import SHIPPED_MODELS  # noqa: E402
+from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
 from crnn_multigpu.datasets.language import get_language  # noqa: E402
 from crnn_multigpu.ocr.metrics import SCORINGS, edit_distance, scoring_fold  # noqa: E402
 from compare_chinese import rasterise  # noqa: E402
@@ -82,7 +82,7 @@ PDF_SETS = {
         "support/asymptote-by-example-zh-cn/asymptote-by-example-zh-cn.pdf",
         "xelatex/exam-zh/doc/exam-zh-doc.pdf")]),
 }
-MODELS = {"en": SHIPPED_MODELS["text"], "zh": SHIPPED_MODELS["zh"]}
+MODELS = {"en": shipped_model("text"), "zh": shipped_model("zh")}
 MIN_ROWS = 15   # a body page: a title page or a figure would time the page reader on nothing
 
 Page = collections.namedtuple("Page", "pdf number path truth")

@@ -17,7 +17,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import compare_tesseract as compare  # noqa: E402  (beside this script)
-from crnn_multigpu.cli.reading import SHIPPED_MODELS  # noqa: E402
 from crnn_multigpu.datasets import load_image  # noqa: E402
 from crnn_multigpu.ocr.char_lm import CharLmDecoder, prose_language_model  # noqa: E402
 from crnn_multigpu.ocr.inference import Recognizer  # noqa: E402
@@ -50,7 +49,7 @@ def main(argv=None):
             ("lines, exact", compare.cut_pdf_lines(os.path.join(scratch, "lines"),
                                                    [(p, args.pages) for p in pdfs],
                                                    args.lines, args.seed), 7, None)]
-    recognizer = Recognizer(SHIPPED_MODELS["text"])
+    recognizer = Recognizer.shipped("text")
     language_model = CharLmDecoder(prose_language_model(recognizer.charset))
     tesseract = compare.Tesseract()
     for name, samples, psm, fold in sets:

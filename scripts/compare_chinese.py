@@ -55,13 +55,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.datasets.fonts import load_font  # noqa: E402
 from crnn_multigpu.datasets.language import get_language  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
+from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
 from page_check import (labelled_rows, layout_rows, rows_read_exactly,  # noqa: E402
                         truth_rows)
 from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
 from reports import fail  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_CHECKPOINT = os.path.join(ROOT, "models", "zh")
+DEFAULT_CHECKPOINT = shipped_model("zh")
 INSTALL_COMPARE = "scripts/install_system_packages.sh --compare"
 LSHORT = "/usr/share/doc/texlive-doc/latex/lshort-chinese/lshort-zh-cn.pdf"
 CTEX_FAQ = "/usr/share/doc/texlive-doc/latex/ctex-faq/ctex-faq.pdf"

@@ -44,12 +44,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.datasets.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
+from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
 from page_check import layout_rows, page_numbers, rows_read_exactly  # noqa: E402
 from pdf_words import MARGIN_PT, find_words, word_crop  # noqa: E402
 from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
 from reports import fail  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The reserved PDFs (Debian libtasn1-doc, shared-mime-info, python-reportlab-doc) and pages.
 RESERVED_PAGES = (("/usr/share/doc/libtasn1-doc/libtasn1.pdf", "5-8"),
                   ("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf", "3-6"),
@@ -372,8 +372,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pdf", action="append", metavar="FILE:PAGES",
                         help="a PDF and its pages for lines and pages (default: the reserved PDFs)")
-    parser.add_argument("--line-model", default=os.path.join(ROOT, "models", "text"))
-    parser.add_argument("--word-model", default=os.path.join(ROOT, "models", "words"))
+    parser.add_argument("--line-model", default=shipped_model("text"))
+    parser.add_argument("--word-model", default=shipped_model("words"))
     parser.add_argument("--words", type=int, default=400, help="words per word set")
     parser.add_argument("--lines", type=int, default=300, help="lines cut from the PDFs")
     parser.add_argument("--quick", action="store_true", help="100 words, 100 lines, 1 page a PDF")

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from assertions import levenshtein, one_error_line, run_tool
-from crnn_multigpu.cli import evaluate, export, predict, reading, train
+from crnn_multigpu.cli import evaluate, export, predict, train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image, make_batch, read_labels
 from crnn_multigpu.datasets.batching import TIME_STEP_WIDTH
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.ocr.crnn import CRNN
+from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.ocr.word_frame import single_band_frame
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 
@@ -200,7 +201,7 @@ def test_a_bad_model_class_is_one_error_line(tool, value, tiny_dataset, tmp_path
     main, argv = {"train": (train.main, ["--train", tiny_dataset, "--out", out, "--steps", "2"]),
                   "evaluate": (evaluate.main, ["--data", tiny_dataset]),
                   "predict": (predict.main, [image]),
-                  "export": (export.main, ["--checkpoint", reading.SHIPPED_MODELS["words"],
+                  "export": (export.main, ["--checkpoint", shipped_model("words"),
                                            "--out", out])}[tool]
     code, _, err = run_tool(main, argv + ["--model-class", value])
     assert one_error_line(code, err) == "error: --model-class " + BAD_CLASSES[value]

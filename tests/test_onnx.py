@@ -12,7 +12,7 @@ import pytest
 
 from assertions import one_error_line
 from crnn_multigpu.cli import evaluate, export, predict
-from crnn_multigpu.cli.reading import SHIPPED_MODELS
+from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image
 from crnn_multigpu.ocr.inference import Recognizer
@@ -34,7 +34,7 @@ def exported(tmp_path_factory):
     """The shipped text model exported by crnn-export --format onnx: its folder."""
     out = str(tmp_path_factory.mktemp("onnx") / "text-onnx")
     with tf.Graph().as_default():
-        assert export.main(["--checkpoint", SHIPPED_MODELS["text"], "--format", "onnx",
+        assert export.main(["--checkpoint", shipped_model("text"), "--format", "onnx",
                             "--out", out]) == 0
     return out
 
@@ -54,7 +54,7 @@ def test_the_export_holds_the_frames_its_config_and_charset(exported):
     config = json.loads(dict((p.key, p.value) for p in model.metadata_props)["config"])
     with open(os.path.join(exported, "config.json")) as stream:
         assert json.load(stream) == config
-    shipped = json.load(open(os.path.join(SHIPPED_MODELS["text"], "config.json")))
+    shipped = json.load(open(os.path.join(shipped_model("text"), "config.json")))
     assert config["charset"] == shipped["charset"] and config["model"] == shipped["model"]
     assert (config["format"], config["downsample"], config["height"]) == ("onnx", 4, 32)
     assert {node.op_type for node in model.graph.node} >= {"Conv", "LSTM", "LogSoftmax"}
@@ -70,7 +70,7 @@ def test_the_export_holds_the_frames_its_config_and_charset(exported):
 
 @pytest.mark.parametrize("beam_width", [0, 10])
 def test_onnxruntime_reads_the_shipped_models_crops_as_tensorflow(exported, crops, beam_width):
-    tf_reader = Recognizer(SHIPPED_MODELS["text"], beam_width=beam_width)
+    tf_reader = Recognizer.shipped("text", beam_width=beam_width)
     try:
         want, want_log_probs = tf_reader.read_crops(crops)
     finally:
@@ -113,7 +113,7 @@ def test_evaluate_engine_onnx_scores_as_tensorflow(exported, tiny_dataset, capsy
 @pytest.mark.parametrize("argv, message", [
     (["--engine", "onnx"], "--engine onnx reads an ONNX export: give --checkpoint"),
     (["--engine", "onnx", "--model", "text"], "--engine onnx reads an ONNX export: give"),
-    (["--engine", "onnx", "--checkpoint", SHIPPED_MODELS["text"]], "no model.onnx in"),
+    (["--engine", "onnx", "--checkpoint", shipped_model("text")], "no model.onnx in"),
     (["--engine", "onnx", "--checkpoint", "missing.onnx"], "missing.onnx does not exist"),
     (["--engine", "onnx", "--checkpoint", "EXPORT", "--towers", "2"], "drop --towers"),
     (["--checkpoint", "EXPORT"], "is an ONNX export: read it with --engine onnx"),
@@ -158,7 +158,7 @@ def test_without_the_extra_one_line_says_how_to_install_it(module, exported, tmp
         code, _, err = cli(predict.main, ["--engine", "onnx", "--checkpoint", exported, word],
                            capsys)
     else:
-        code, _, err = cli(export.main, ["--checkpoint", SHIPPED_MODELS["text"], "--format",
+        code, _, err = cli(export.main, ["--checkpoint", shipped_model("text"), "--format",
                                          "onnx", "--out", out], capsys)
         assert not os.path.exists(out) and os.listdir(str(tmp_path)) == ["word.png"]
     line = one_error_line(code, err)
@@ -174,7 +174,7 @@ def test_an_export_that_would_read_otherwise_is_not_written(exported, tmp_path):
     lstm = [node for node in model.graph.node if node.op_type == "LSTM"][0]
     weights = [init for init in model.graph.initializer if init.name == lstm.input[1]][0]
     weights.CopyFrom(numpy_helper.from_array(-numpy_helper.to_array(weights), weights.name))
-    recognizer = Recognizer(SHIPPED_MODELS["text"])
+    recognizer = Recognizer.shipped("text")
     try:
         check_frames(recognizer, onnx.load(os.path.join(exported, "model.onnx"))
                      .SerializeToString())  # the export itself passes

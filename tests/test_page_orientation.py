@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from PIL import Image, ImageDraw
 
 from crnn_multigpu.cli import predict
-from crnn_multigpu.cli.reading import SHIPPED_MODELS
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.ocr import page_reader
 from crnn_multigpu.ocr.inference import Recognizer
@@ -37,7 +36,7 @@ def text_page(lines):
 
 @pytest.fixture(scope="module")
 def reader():
-    recognizer = Recognizer(SHIPPED_MODELS["text"])
+    recognizer = Recognizer.shipped("text")
     yield recognizer
     recognizer.close()
 

@@ -8,9 +8,10 @@ import sysconfig
 import pytest
 from PIL import Image, ImageDraw
 
-from crnn_multigpu.cli.reading import SHIPPED_MODELS
+from assertions import one_error_line
 from crnn_multigpu.datasets import load_font, load_image
 from crnn_multigpu.ocr.inference import Recognizer
+from crnn_multigpu.ocr.shipped import SHIPPED, shipped_model
 from waiting import HANG_GUARD
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,19 +33,49 @@ def draw_word(text, font_path, size=40, ink=30, paper=235):
     return image
 
 
-@pytest.mark.parametrize("name", sorted(SHIPPED_MODELS))
+@pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_model_is_small_and_complete(name):
-    root = SHIPPED_MODELS[name]
+    root = shipped_model(name)
     files = [os.path.join(top, base) for top, _, names in os.walk(root) for base in names]
     assert os.path.join(root, "config.json") in files
     assert os.path.isfile(os.path.join(root, "README.md"))
     assert all(os.path.getsize(path) <= 20 * 2 ** 20 for path in files)
 
 
+# Shipped models are found one way, as the package crnn_multigpu.models (models/, mapped by
+# pyproject.toml) through importlib.resources: the same folder its import finds, on both stacks.
+@pytest.mark.parametrize("name, language", [("text", "en"), ("zh", "zh")])
+def test_shipped_models_load_from_the_package_resources(name, language):
+    import crnn_multigpu.models
+    package = os.path.dirname(os.path.abspath(crnn_multigpu.models.__file__))
+    assert shipped_model(name) == os.path.join(package, name)
+    recognizer = Recognizer.shipped(name)
+    try:
+        assert recognizer.checkpoint.startswith(os.path.join(package, name, "checkpoints") + os.sep)
+        assert recognizer.language.name == language
+    finally:
+        recognizer.close()
+    with pytest.raises(ValueError, match="no shipped model is called 'en': the shipped models "
+                                         "are text, words, zh"):
+        shipped_model("en")
+
+
+def test_without_the_package_installed_predict_says_to_install_it(tmp_path):
+    """Run from a checkout that pip never installed (no editable finder: ``python -S``, the
+    dependencies on PYTHONPATH), the shipped models are not guessed from the folders around."""
+    paths = sorted(set(sysconfig.get_paths()[key] for key in ("purelib", "platlib")))
+    done = subprocess.run([sys.executable, "-S", "-m", "crnn_multigpu.cli.predict",
+                           str(tmp_path / "any.png")], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=HANG_GUARD, cwd=str(tmp_path),
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([REPO] + paths)))
+    assert one_error_line(done.returncode, done.stderr.decode()) == (
+        "error: the shipped models are missing (No module named 'crnn_multigpu.models'): "
+        "install the package (pip install crnn_multigpu, or pip install -e . in a checkout)")
+
 # The word model writes digits and lower case only; the text model keeps the case.
 @pytest.mark.parametrize("name, spelt", [("words", str.lower), ("text", str)])
 def test_shipped_model_reads_plain_words_in_dejavu_faces(name, spelt):
-    recognizer = Recognizer(SHIPPED_MODELS[name])
+    recognizer = Recognizer.shipped(name)
     images = [draw_word(word, font) for font in FACES for word in WORDS]
     texts, _ = recognizer.read_crops([load_image(image) for image in images])
     truths = [spelt(word) for _ in FACES for word in WORDS]
@@ -69,7 +100,7 @@ def print_line(text, size=28):
 
 
 def test_the_chinese_model_reads_common_words_without_spaces_beside_hanzi():
-    recognizer = Recognizer(SHIPPED_MODELS["zh"])
+    recognizer = Recognizer.shipped("zh")
     try:
         crops = [load_image(print_line(text), recognizer.height) for text, _ in CHINESE]
         read = recognizer.read_crops(crops)[0]
@@ -83,7 +114,7 @@ def test_the_chinese_model_reads_common_words_without_spaces_beside_hanzi():
 
 
 def test_images_read_the_same_in_width_sorted_batches_as_alone():
-    recognizer = Recognizer(SHIPPED_MODELS["text"])
+    recognizer = Recognizer.shipped("text")
     # Widths from a short word to a long phrase, in no order, with a blank image among them.
     texts = ["exit", "Monday coffee", "OPEN", "a library window", "2048", "Route66 garden summer"]
     arrays = [load_image(draw_word(text, FACES[0])) for text in texts]
@@ -110,7 +141,7 @@ def test_predict_uses_a_shipped_model_without_checkpoint(tmp_path, flags, read):
 
 def test_checkpoint_and_model_together_are_refused(tmp_path, capsys):
     from crnn_multigpu.cli import predict
-    assert predict.main(["--checkpoint", SHIPPED_MODELS["words"], "--model", "words",
+    assert predict.main(["--checkpoint", shipped_model("words"), "--model", "words",
                          str(tmp_path / "any.png")]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "give --checkpoint or --model, not both" in error
@@ -156,6 +187,6 @@ def test_an_installed_wheel_reads_a_word_and_a_page(tmp_path):
     predict = str(venv / "bin" / "crnn-predict")
     assert run(predict, word, env=env).strip() == "%s\tWelcome" % word
     assert run(predict, "--page", page, env=env).split("\n")[0] == truth[0][0]
-    where = run(python, "-c", "import crnn_multigpu.cli.reading as r; print(r.MODELS_DIR)",
-                env=env).strip()
-    assert where == os.path.join(purelib.strip(), "crnn_multigpu", "models")
+    where = run(python, "-c", "from crnn_multigpu.ocr.shipped import shipped_model as s; "
+                "print(s('text'))", env=env).strip()
+    assert where == os.path.join(purelib.strip(), "crnn_multigpu", "models", "text")

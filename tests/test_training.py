@@ -12,7 +12,7 @@ from waiting import HANG_GUARD
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 from crnn_multigpu.cli import evaluate, export, predict, train
-from crnn_multigpu.cli.reading import SHIPPED_MODELS
+from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import (SyntheticTextGenerator, find_fonts, load_image, read_labels,
                                     write_dataset, write_lmdb)
@@ -149,7 +149,7 @@ def test_lmdb_training_evaluate_predict_export(datasets, tmp_path, capsys):
                                 (["--model", "words"], tmp_path / "words.png")):
         assert evaluate.main(model + ["--data", lmdb_dir, "--picture", str(picture_path)]) == 0
         figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        readings, truths = read_folder(out if "--checkpoint" in model else SHIPPED_MODELS["words"],
+        readings, truths = read_folder(out if "--checkpoint" in model else shipped_model("words"),
                                        folder)
         assert_figures(figures, figures_of(readings, truths))
         assert_picture(str(picture_path), folder, readings, truths)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import ImageOps
 
-from crnn_multigpu.cli.reading import SHIPPED_MODELS
+from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.datasets import load_image
 from crnn_multigpu.ocr.inference import Recognizer
 from crnn_multigpu.ocr.word_frame import (INK_SHARE, ROOM_ABOVE, ROOM_BELOW, loose_frame,
@@ -61,7 +61,7 @@ TIGHT_WORDS = ["summer", "name", "comments", "owner", "race", "xerox"]
 def test_the_text_model_reads_tight_x_height_words():
     """Words without ascenders or descenders cut tight, the case that read "m" as "nn" (an "i"
     would not do: its dot rises where ascenders do)."""
-    recognizer = Recognizer(SHIPPED_MODELS["text"])
+    recognizer = Recognizer.shipped("text")
     assert recognizer.frames_single_bands  # its config asks for the framed second reading
     arrays = [load_image(draw_word(word, face)) for face in FACES for word in TIGHT_WORDS]
     assert sum(single_band_frame(array) is not None for array in arrays) == len(arrays)
@@ -77,7 +77,7 @@ def test_the_text_model_reads_tight_x_height_words():
 
 def test_a_model_whose_config_does_not_ask_reads_crops_as_they_are(tmp_path):
     copy = str(tmp_path / "text")
-    shutil.copytree(SHIPPED_MODELS["text"], copy)
+    shutil.copytree(shipped_model("text"), copy)
     path = os.path.join(copy, "config.json")
     with open(path) as stream:
         config = json.load(stream)
@@ -111,7 +111,7 @@ def test_crops_with_usual_margins_are_not_cut(pixels):
 def test_the_text_model_reads_words_given_wide_margins():
     """The same plain words with a white margin of 3/4 of their height all round: read as they
     are, the text comes out smaller than anything the model learnt from."""
-    recognizer = Recognizer(SHIPPED_MODELS["text"])
+    recognizer = Recognizer.shipped("text")
     images = [draw_word(word, face) for face in FACES[:2] for word in WORDS]
     arrays = [load_image(ImageOps.expand(image, border=int(0.75 * image.height), fill=235))
               for image in images]

@@ -8,6 +8,7 @@ import os
 from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_class,
                                       float_range, int_range, non_negative_int, positive_int)
 from crnn_multigpu.ocr import char_lm
+from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, SHIPPED, shipped_model
 
 # The widest CTC beam the reading tools take. TensorFlow's beam search keeps every entry of
 # the beam in memory, and its cost grows with the width: measured with the text model on 30
@@ -119,35 +120,12 @@ def lexicon_decoder(args, words, charset):
                           name="lexicon %s" % args.lexicon)
 
 
-def models_dir():
-    """Where the shipped models are: ``crnn_multigpu/models`` in an installed package, else
-    ``models/`` of the checkout this package runs from."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    installed = os.path.join(package, "models")
-    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package),
-                                                                   "models")
-
-
-# The models shipped with the package (their README.md says how they were trained).
-MODELS_DIR = models_dir()
-SHIPPED_MODELS = {
-    # Printable ASCII, case-sensitive, any width: words, lines and pages.
-    "text": os.path.join(MODELS_DIR, "text"),
-    # 36 classes (digits, lower case), 100 px wide words: the CRNN paper's setting.
-    "words": os.path.join(MODELS_DIR, "words"),
-    # Simplified Chinese (GB2312's 6,763 Hanzi, printable ASCII, Chinese punctuation), any
-    # width: words, lines and pages, Latin words and code mixed in.
-    "zh": os.path.join(MODELS_DIR, "zh"),
-}
-DEFAULT_MODEL = "text"
-
-
 def add_model_arguments(parser):
     """--checkpoint, --model and --model-class: which model reads."""
     parser.add_argument("--checkpoint",
                         help="run directory of crnn-train, or a checkpoint path prefix inside it "
                              "(default: the shipped model named by --model)")
-    parser.add_argument("--model", choices=sorted(SHIPPED_MODELS),
+    parser.add_argument("--model", choices=sorted(SHIPPED),
                         help="a shipped model, used when no --checkpoint is given: text "
                              "(models/text: the 95 printable ASCII characters, words, lines and "
                              "pages; the default), words (models/words: single words in digits "
@@ -175,17 +153,18 @@ def chosen_run(args, default=DEFAULT_MODEL):
         raise ValueError("--checkpoint %s is an ONNX export: read it with --engine onnx"
                          % args.checkpoint)
     if args.checkpoint is None:
-        return resolve_run(None, SHIPPED_MODELS[args.model or default])
+        return resolve_run(None, args.model or default)
     return resolve_run(args.checkpoint)
 
 
-def resolve_run(path, shipped=SHIPPED_MODELS[DEFAULT_MODEL], flag="--checkpoint"):
+def resolve_run(path, model=DEFAULT_MODEL, flag="--checkpoint"):
     """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder.
 
-    ``None`` means the shipped model at ``shipped`` (the text model unless told otherwise);
+    ``None`` means the shipped model called ``model`` (the text model unless told otherwise);
     ``flag`` is the option the path came from, for the error messages.
     """
     if path is None:
+        shipped = shipped_model(model)
         if os.path.isfile(os.path.join(shipped, "config.json")):
             return shipped, None
         raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "

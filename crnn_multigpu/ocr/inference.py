@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from crnn_multigpu.ocr import model_class
+from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.runtime.checkpoints import require_checkpoint, variables_mismatch
 from crnn_multigpu.runtime.run_config import CONFIG_NAME, RunConfig
@@ -311,6 +312,12 @@ class Recognizer(TextReader):
         saver.restore(self.session, self.checkpoint)
         self.session.run(self.towers.post_init_op)
         log.info("restored %s", self.checkpoint)
+
+    @classmethod
+    def shipped(cls, name, **options):
+        """The Recognizer of the shipped model ``name`` (``ocr.shipped.SHIPPED``: text, words,
+        zh), with the ``options`` of the constructor."""
+        return cls(shipped_model(name), **options)
 
     def _build(self, run_dir, towers, strategy, beam):
         """Build the towers into the current graph; the Saver of the model's variables. A class

@@ -1,0 +1,44 @@
+"""The models shipped with the package, found one way: through ``importlib.resources`` as the
+package ``crnn_multigpu.models`` (``models/`` of the repository, mapped there by pyproject.toml),
+whether pip installed a wheel or this checkout (``pip install -e .``, as ``make`` does).
+Their README.md files say how they were trained."""
+import os
+
+# The shipped models' names (the reading tools' --model choices), the default first.
+SHIPPED = (
+    # Printable ASCII, case-sensitive, any width: words, lines and pages.
+    "text",
+    # 36 classes (digits, lower case), 100 px wide words: the CRNN paper's setting.
+    "words",
+    # Simplified Chinese (GB2312's 6,763 Hanzi, printable ASCII, Chinese punctuation), any
+    # width: words, lines and pages, Latin words and code mixed in.
+    "zh",
+)
+DEFAULT_MODEL = SHIPPED[0]
+PACKAGE = "crnn_multigpu.models"
+
+
+def shipped_model(name):
+    """The folder of the shipped model ``name`` (one of :data:`SHIPPED`): a run folder that
+    :class:`~crnn_multigpu.ocr.inference.Recognizer` reads (``Recognizer.shipped(name)``)."""
+    if name not in SHIPPED:
+        raise ValueError("no shipped model is called %r: the shipped models are %s"
+                         % (name, ", ".join(SHIPPED)))
+    try:
+        return os.path.join(_package_folder(), name)
+    except ImportError as error:
+        raise FileNotFoundError("the shipped models are missing (%s): install the package "
+                                "(pip install crnn_multigpu, or pip install -e . in a checkout)"
+                                % error)
+
+
+def _package_folder():
+    """The folder of the package ``crnn_multigpu.models``. It is on disk (pip installs files),
+    and must be: TensorFlow restores checkpoints from paths."""
+    try:
+        from importlib.resources import files
+    except ImportError:  # Python 3.7 and 3.8 have no files(): the folder of its __init__.py
+        from importlib.resources import path
+        with path(PACKAGE, "__init__.py") as init:
+            return os.path.dirname(str(init))
+    return str(files(PACKAGE))
