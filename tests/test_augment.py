@@ -2,12 +2,12 @@
 (seed, step, slot in the batch), for folder, LMDB and synthetic datasets alike."""
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.datasets import (SyntheticDataset, SyntheticTextGenerator, find_fonts,
                                     load_image, open_dataset, write_lmdb)
-from crnn_multigpu.datasets.augment import Degrader
+from crnn_multigpu.datasets.augment import Degrader, Reframer, training_augmentation
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets.batching import INPUT_NAMES
 from crnn_multigpu.datasets.steps import StepBatches
@@ -134,3 +134,56 @@ def test_augmentation_needs_a_dataset_that_reads_raw_images():
 
     with pytest.raises(ValueError, match="reads raw images"):
         StepBatches(Arrays(), CHARSET, 4, augment=Degrader(0.5))
+
+
+def text_line(height=40, width=300):
+    """A rendered line of text: dark strokes on a light background, ink about 0.7 of the
+    height (what the renderer and the row cutter give)."""
+    image = Image.new("L", (width, height), 250)
+    font = ImageFont.truetype(find_fonts()[0], int(height * 0.7))
+    ImageDraw.Draw(image).text((6, 2), "Frame 42 lines", font=font, fill=10)
+    return image
+
+
+def ink_box(image):
+    ink = np.asarray(image) < 128
+    rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    return rows[0], rows[-1] + 1, columns[0], columns[-1] + 1
+
+
+def test_reframing_gives_the_ink_the_drawn_share_of_the_height_and_keeps_all_of_it():
+    line = text_line()
+    top, bottom, left, right = ink_box(line)
+    reframe, rng, spans = Reframer(1.0), np.random.RandomState(0), []
+    for _ in range(200):
+        framed = reframe(line, rng)
+        y0, y1, x0, x1 = ink_box(framed)
+        assert (y1 - y0, x1 - x0) == (bottom - top, right - left)  # no ink cut off
+        # Every stroke pixel is where the frame moved it: the same ink, shifted.
+        assert np.array_equal(np.asarray(framed)[y0:y1, x0:x1] < 128,
+                              np.asarray(line)[top:bottom, left:right] < 128)
+        spans.append((y1 - y0) / float(framed.size[1]))
+        assert framed.size[0] - (x1 - x0) <= 2 * 0.6 * framed.size[1] + 2
+    # Drawn from 0.35-0.95 (rounding the height to whole pixels moves it by under 1 pixel).
+    assert min(spans) >= 0.35 * 27 / 28 and max(spans) <= 0.95 * 29 / 28 + 1e-9
+    assert min(spans) < 0.45 and max(spans) > 0.85  # the whole range is used
+
+
+def test_reframing_leaves_blank_lines_and_the_rest_of_its_draws_alone():
+    blank = Image.new("L", (80, 32), 200)
+    assert Reframer(1.0)(blank, np.random.RandomState(0)) is blank
+    line = text_line()
+    rng = np.random.RandomState(3)
+    kept = [Reframer(0.5)(line, rng) is line for _ in range(400)]
+    assert 150 < sum(kept) < 250  # about half: 200 +- 5 standard deviations
+    assert Reframer(0.0)(line, rng) is line
+    with pytest.raises(ValueError, match="probability must be in"):
+        Reframer(1.5)
+
+
+def test_training_augmentation_reframes_before_it_degrades():
+    assert training_augmentation(0.0, 0.0, 32) is None
+    changes = training_augmentation(0.4, 0.5, 32).changes
+    assert [type(change) for change in changes] == [Reframer, Degrader]
+    assert changes[0].probability == 0.5 and changes[1].strength == 0.4
+    assert [type(change) for change in training_augmentation(0.4, 0.0, 32).changes] == [Degrader]

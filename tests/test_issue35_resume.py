@@ -1,6 +1,6 @@
 """Issue 35: ``crnn-train --resume`` never loses the record of how the earlier steps were trained.
 
-A resume whose --seed, --batch-size, --lr, --augment, --sync-bn or --train differs from the
+A resume whose --seed, --batch-size, --lr, --augment, --reframe, --sync-bn or --train differs from the
 run's config.json is refused in one line naming each setting and its two values, config.json
 untouched, unless --allow-changed-settings; a resume that goes on keeps every part's settings
 under "parts" in config.json. --steps may grow (train longer) without the flag. Before, any
@@ -60,6 +60,7 @@ CHANGES = {
     "--batch-size": (["--batch-size", "16"], "--batch-size 8 -> 16"),
     "--lr": (["--lr", "0.01"], "--lr 0.001 -> 0.01"),
     "--augment": (["--augment", "0.5"], "--augment 0.0 -> 0.5"),
+    "--reframe": (["--reframe", "0.5"], "--reframe 0.0 -> 0.5"),
     "--sync-bn": (["--sync-bn"], "--sync-bn false -> true"),
 }
 

@@ -3,6 +3,7 @@ trained and read by the tools."""
 import json
 import os
 import shutil
+import struct
 import sys
 import unicodedata
 
@@ -15,7 +16,8 @@ from crnn_multigpu.datasets import find_fonts, read_labels
 from crnn_multigpu.datasets.fonts import font_family, is_reserved, load_font
 from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.datasets.lines import LineSampler
-from crnn_multigpu.datasets.text_sources import PdfTextLayers, html_text
+from crnn_multigpu.datasets.text_sources import (GettextCatalogs, PdfTextLayers,
+                                                 catalog_messages, html_text)
 from crnn_multigpu.ocr.metrics import scoring_fold
 from crnn_multigpu.ocr.page import LineBox, page_text
 
@@ -146,6 +148,44 @@ def test_reserved_pdfs_give_no_training_text(tmp_path):
     alone = PdfTextLayers([str(tmp_path / "other.pdf")]).text()
     assert "implementation specific" in alone
     assert PdfTextLayers([str(tmp_path / "*.pdf")]).text() == alone
+
+
+def mo_bytes(pairs, order="<"):
+    """A compiled gettext catalogue (GNU .mo layout) of ``(msgid, msgstr)`` pairs."""
+    ids = [original.encode("utf-8") for original, _ in pairs]
+    strs = [translation.encode("utf-8") for _, translation in pairs]
+    header = 28
+    originals, translations = header, header + 8 * len(pairs)
+    offset, tables, blobs = translations + 8 * len(pairs), [[], []], b""
+    for table, strings in zip(tables, (ids, strs)):
+        for string in strings:
+            table.append(struct.pack(order + "2I", len(string), offset + len(blobs)))
+            blobs += string + b"\0"
+    return struct.pack(order + "7I", 0x950412de, 0, len(pairs), originals, translations, 0,
+                       0) + b"".join(tables[0]) + b"".join(tables[1]) + blobs
+
+
+def test_gettext_catalogues_give_their_translations_as_a_reader_sees_them(tmp_path):
+    pairs = [("", "Content-Type: text/plain; charset=UTF-8\n"),
+             ("Usage: %s [OPTION]... FILE...", u"\u7528\u6cd5\uff1a%s [\u9009\u9879]... \u6587\u4ef6..."),
+             ("%d file\0%d files", u"%d \u4e2a\u6587\u4ef6"),
+             ("  -a, --all\n  -q", u"  -a, --all  \u5168\u90e8\n  -q  \u5b89\u9759\uff1a%m")]
+    (tmp_path / "little.mo").write_bytes(mo_bytes(pairs))
+    (tmp_path / "big.mo").write_bytes(mo_bytes(pairs, ">"))
+    (tmp_path / "other.mo").write_bytes(b"not a catalogue at all, just text")
+    (tmp_path / "short.mo").write_bytes(mo_bytes(pairs)[:40])
+    expected = [u"\u7528\u6cd5\uff1a%s [\u9009\u9879]... \u6587\u4ef6...", u"%d \u4e2a\u6587\u4ef6",
+                u"  -a, --all  \u5168\u90e8\n  -q  \u5b89\u9759\uff1a%m"]
+    assert catalog_messages(str(tmp_path / "little.mo")) == expected
+    assert catalog_messages(str(tmp_path / "big.mo")) == expected
+    assert catalog_messages(str(tmp_path / "other.mo")) == []
+    assert catalog_messages(str(tmp_path / "short.mo")) == []  # its tables cut off
+    text = GettextCatalogs([str(tmp_path / "little.mo"), str(tmp_path / "other.mo")]).text()
+    assert text.split("\n\n") == [u"\u7528\u6cd5\uff1aFILE [\u9009\u9879]... \u6587\u4ef6...",
+                                   u"3 \u4e2a\u6587\u4ef6", u"  -a, --all  \u5168\u90e8",
+                                   u"  -q  \u5b89\u9759\uff1aFILE"]
+    units = ZH.units(ZH.respell(text))
+    assert u"3\u4e2a\u6587\u4ef6" in [ZH.tidy(unit) for unit in units]
 
 
 def test_page_rows_join_chinese_pieces_without_spaces_and_latin_ones_with():

@@ -23,7 +23,7 @@ from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.datasets import make_batch, open_dataset
-from crnn_multigpu.datasets.augment import Degrader
+from crnn_multigpu.datasets.augment import training_augmentation
 from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.wrapper.devices import (close_session, cpu_devices, session_config, tower_devices,
                                    visible_gpus)
@@ -86,6 +86,12 @@ def add_data_group(data):
                       help="degrade training images on the fly (blur, resampling, contrast "
                            "loss, noise, JPEG) at this strength in [0, 1]; 0 = off (default). "
                            "Drawn from --seed and the step, so --resume continues exactly")
+    data.add_argument("--reframe", type=float_range(0.0, 1.0, noun="a probability"),
+                      default=0.0, metavar="P",
+                      help="with probability P, move a training line's frame: its ink made to "
+                           "span 35-95 %% of the height, side margins of up to 0.6 heights, so "
+                           "the model reads crops however loosely they are cut; 0 = off "
+                           "(default). Before --augment's degradations, drawn like them")
     data.add_argument("--input", choices=["dataset", "feed"], default=None,
                       help="dataset (default): a tf.data pipeline per tower decodes batches "
                            "ahead and prefetches them onto the tower; feed: feed_dict from a "
@@ -297,6 +303,13 @@ def run_settings(args):
     return charset, model_cls, run_config(args, charset, model_cls)
 
 
+def describe_augmentation(args):
+    """The training-time augmentation in words, for the start-up line."""
+    parts = (["strength %g" % args.augment] if args.augment else []) + \
+        (["reframing %g" % args.reframe] if args.reframe else [])
+    return ", ".join(parts) or "off"
+
+
 def train_run(args, charset, model_cls, config, stop):
     """Read the data, check and record the run folder, build the towers and train; the exit
     code. The caller holds the run folder's lock and the entered StopRequested ``stop``."""
@@ -313,7 +326,7 @@ def train_run(args, charset, model_cls, config, stop):
                          "one example" % (args.batch_size, len(towers)))
     mode = input_mode(args)
     tf.set_random_seed(args.seed)
-    augment = Degrader(args.augment, reference_height=train_set.height) if args.augment else None
+    augment = training_augmentation(args.augment, args.reframe, train_set.height)
     batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config.image_width,
                           seed=args.seed, augment=augment, bucket=args.bucket,
                           width_multiple=model_cls.DOWNSAMPLE)
@@ -328,7 +341,7 @@ def train_run(args, charset, model_cls, config, stop):
                      % (config.model_class, len(towers), ", ".join(towers),
                         wrapper.strategy.describe(), len(train_set), args.batch_size,
                         " x %d micro-batches" % args.accumulate if args.accumulate > 1 else "",
-                        args.steps, mode, "%g" % args.augment if args.augment else "off",
+                        args.steps, mode, describe_augmentation(args),
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
     final = make_validate(wrapper, val_set, charset, config.image_width, 64, 0,
                           model_cls, []) if val_set else None

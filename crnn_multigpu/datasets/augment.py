@@ -1,4 +1,5 @@
-"""Degradations of a grayscale text image: what cameras, scanners and compression do to text.
+"""Changes to a grayscale text image: what cameras, scanners and compression do to text
+(:class:`Degrader`), and how differently line finders frame it (:class:`Reframer`).
 
 One :class:`Degrader` serves both the synthetic generator (the last step of every
 rendering) and training-time augmentation of any dataset (folder, LMDB,
@@ -6,7 +7,8 @@ synthetic), so both see the same looks. Every call takes the RandomState to
 draw from, which keeps results a pure function of the caller's seed.
 
 Each degradation is applied with its own probability, scaled by ``strength``
-in [0, 1]; at strength 0 the image is returned unchanged.
+in [0, 1]; at strength 0 the image is returned unchanged. :func:`training_augmentation`
+is crnn-train's: reframing first, then degradation, so noise covers the new margins too.
 """
 import io
 
@@ -81,6 +83,71 @@ class Degrader(object):
         image.save(buffer, format="JPEG", quality=int(rng.randint(8, 60)))
         buffer.seek(0)
         return Image.open(buffer).convert("L")
+
+
+class Reframer(object):
+    """With ``probability``, a line crop's frame moved so that its ink spans a height drawn from
+    ``ink_span`` (fractions of the crop's height; renderers and row cutters give about 0.7),
+    its spare height split unevenly above and below, and side margins of up to ``side`` heights.
+
+    A model trained on one framing reads only that one: a tight crop and a crop with a wide
+    white margin are the same text at different scales once resized to the model's height.
+    The frame is cut or grown around the ink (rows and columns with pixels far from the
+    median, the background); grown parts are filled with the background level. A blank or
+    faint crop is returned as it is."""
+
+    def __init__(self, probability=0.5, ink_span=(0.35, 0.95), side=0.6):
+        if not 0.0 <= probability <= 1.0:
+            raise ValueError("reframing probability must be in [0, 1], got %r" % probability)
+        if not 0.0 < ink_span[0] <= ink_span[1] <= 1.0:
+            raise ValueError("ink span must be fractions 0 < low <= high <= 1, got %r"
+                             % (ink_span,))
+        self.probability, self.ink_span, self.side = float(probability), ink_span, side
+
+    def __call__(self, image, rng):
+        """The PIL image (mode L) in a new frame, drawn from ``rng``, or as it is."""
+        if self.probability <= 0 or rng.rand() >= self.probability:
+            return image
+        pixels = np.asarray(image.convert("L"), dtype=np.float32)
+        background = float(np.median(pixels))
+        distance = np.abs(pixels - background)
+        if distance.max() < 32:
+            return image
+        ink = distance > 0.5 * distance.max()
+        rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+        ink_height = rows[-1] + 1 - rows[0]
+        height = max(ink_height, int(round(ink_height / rng.uniform(*self.ink_span))))
+        top = rows[0] - int(round((height - ink_height) * rng.uniform(0.2, 0.8)))
+        left_margin, right_margin = (int(round(height * rng.uniform(0.0, self.side)))
+                                     for _ in range(2))
+        left = columns[0] - left_margin
+        width = columns[-1] + 1 - columns[0] + left_margin + right_margin
+        framed = np.full((height, width), background, dtype=np.float32)
+        # The source rows and columns that fall inside both the old frame and the new one.
+        y0, y1 = max(top, 0), min(top + height, pixels.shape[0])
+        x0, x1 = max(left, 0), min(left + width, pixels.shape[1])
+        framed[y0 - top:y1 - top, x0 - left:x1 - left] = pixels[y0:y1, x0:x1]
+        return _to_image(framed)
+
+
+class Augmentation(object):
+    """Changes applied one after another (each ``change(image, rng) -> image``)."""
+
+    def __init__(self, changes):
+        self.changes = list(changes)
+
+    def __call__(self, image, rng):
+        for change in self.changes:
+            image = change(image, rng)
+        return image
+
+
+def training_augmentation(strength, reframe, reference_height):
+    """crnn-train's augmentation: lines reframed with probability ``reframe``, then degraded at
+    ``strength`` (:class:`Degrader`); None when both are 0."""
+    changes = ([Reframer(reframe)] if reframe else []) + \
+        ([Degrader(strength, reference_height=reference_height)] if strength else [])
+    return Augmentation(changes) if changes else None
 
 
 def _to_image(pixels):

@@ -11,6 +11,7 @@ import html.parser
 import io
 import os
 import re
+import struct
 import subprocess
 
 SOURCES = {}
@@ -151,6 +152,60 @@ class PdfTextLayers(TextSource):
                 # A page break ends a paragraph; lines within one are joined by the language.
                 parts.append(result.stdout.decode("utf-8", "replace").replace("\f", "\n\n"))
         return "\n\n".join(parts)
+
+
+@register
+class GettextCatalogs(TextSource):
+    """The translated messages of compiled gettext catalogues (``.mo`` globs, e.g. a locale's
+    ``/usr/share/locale/zh_CN/LC_MESSAGES/*.mo``): programs' help texts, options and errors,
+    the language of manuals. Each line of a message is a paragraph; a printf directive
+    becomes what a reader would see in its place (``%s``: FILE, ``%d``: 3)."""
+    kind = "gettext"
+
+    def text(self):
+        lines = []
+        for path in expand(self.paths):
+            for message in catalog_messages(path):
+                lines.extend(PRINTF_DIRECTIVE.sub(_placeholder, line)
+                             for line in message.splitlines())
+        return "\n\n".join(line for line in lines if line.strip())
+
+
+PRINTF_DIRECTIVE = re.compile(r"%(\d+\$)?[-+ #0']*(\d+|\*)?(\.(\d+|\*))?"
+                              r"(hh|h|ll|l|j|z|t|L|q|I64)?([diouxXeEfFgGaAcsSpm%])")
+# What a reader sees in place of a directive, by its conversion letter.
+PLACEHOLDERS = dict([(letter, "3") for letter in "diouxXeEfFgGaA"] +
+                    [("c", "x"), ("s", "FILE"), ("S", "FILE"), ("m", "FILE"), ("p", "0x7f"),
+                     ("%", "%")])
+MO_MAGIC = 0x950412de
+
+
+def _placeholder(directive):
+    return PLACEHOLDERS[directive.group(6)]
+
+
+def catalog_messages(path):
+    """The translations a ``.mo`` file holds (each plural form apart; the header left out), or
+    [] when the file is not a readable UTF-8 catalogue."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    order = next((order for order in "<>" if len(data) >= 20 and
+                  struct.unpack(order + "I", data[:4])[0] == MO_MAGIC), None)
+    if order is None:
+        return []
+    count, originals, translations = struct.unpack(order + "3I", data[8:20])
+    messages = []
+    for index in range(count):
+        try:
+            original = struct.unpack_from(order + "2I", data, originals + 8 * index)
+            length, offset = struct.unpack_from(order + "2I", data, translations + 8 * index)
+        except struct.error:  # a truncated catalogue: what was read
+            break
+        if original[0] == 0:  # the empty msgid: the catalogue's header
+            continue
+        text = data[offset:offset + length].decode("utf-8", "replace")
+        messages.extend(form for form in text.split("\0") if form)
+    return messages
 
 
 def html_text(markup):
