@@ -79,10 +79,14 @@ def _remove(path):
 
 
 def write_text(path, text):
-    """Write the str ``text`` to ``path`` as UTF-8 (``\\n`` line ends), whole or not at all."""
+    """Write the str ``text`` to ``path`` as UTF-8 (``\\n`` line ends), whole or not at all, and
+    on disk before it takes the name (fsync): a crash just after leaves the old file or the new
+    one, never an empty one."""
     with written_whole(path) as temporary:
         with open(temporary, "w", encoding="utf-8", newline="\n") as stream:
             stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
 
 
 def make_folder(path):

@@ -1,4 +1,5 @@
-"""TensorFlow's start-up log, kept off stderr unless asked for. Imports no TensorFlow.
+"""TensorFlow's start-up log, kept off stderr unless asked for, and its errors cut to one line
+(``one_line``). Imports no TensorFlow.
 
 ``TF_CPP_MIN_LOG_LEVEL`` is not enough on TF 2.x: TensorFlow's C++ code logs through absl, and
 absl writes *every* message to stderr until ``absl::InitializeLog()`` is called, whatever
@@ -140,3 +141,22 @@ def _write(stream, text):
         stream.flush()
     except (AttributeError, ValueError, OSError):
         pass
+
+
+def one_line(error):
+    """The cause of a TensorFlow or OS error in one line, without TensorFlow's graph trace.
+
+    TF 2 puts the op's own message after a ``Node: '...'`` line, TF 1 puts it first; both
+    then add pages of stack trace. A file path before ``; `` (``PATH; No space left on
+    device``) is dropped too: the callers name the checkpoint themselves.
+    """
+    text = getattr(error, "message", None) or str(error)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    line = lines[0]
+    for index, candidate in enumerate(lines[:-1]):
+        if candidate.startswith("Node: "):
+            line = lines[index + 1]
+            break
+    return line.rsplit("; ", 1)[-1]

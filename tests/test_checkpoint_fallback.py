@@ -19,9 +19,9 @@ import toy_models as toys
 from waiting import HANG_GUARD, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.runtime.checkpoints import (CheckpointSaver, NonFiniteStateError, checkpoint_dir,
-                                       checkpoint_problem, checkpoint_prefixes, latest_checkpoint,
-                                       one_line)
+                                       checkpoint_problem, checkpoint_prefixes, latest_checkpoint)
 from crnn_multigpu.cli import export, predict, train
+from crnn_multigpu.tflog import one_line
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import cpu_devices
 from crnn_multigpu.runtime.training import Trainer

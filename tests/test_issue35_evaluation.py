@@ -14,7 +14,7 @@ import pytest
 from crnn_multigpu.cli import evaluate, train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import FolderDataset, read_labels
-from crnn_multigpu.ocr.inference import evaluate_dataset
+from crnn_multigpu.ocr.text_reader import evaluate_dataset
 
 
 def damaged_copy(tiny_dataset, root, keep=1, truncate=2):

@@ -10,7 +10,7 @@ import pytest
 from crnn_multigpu.datasets import BatchLoader, open_dataset, write_lmdb
 from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.datasets.charset import Charset
-from crnn_multigpu.ocr.inference import evaluate_dataset
+from crnn_multigpu.ocr.text_reader import evaluate_dataset
 from test_hostile_images import bomb_png
 
 CHARSET = Charset.default()

@@ -5,12 +5,14 @@ tests draw, a line and a page with the same text, greedy and beam, as TensorFlow
 """
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 from assertions import one_error_line
+from waiting import HANG_GUARD
 from crnn_multigpu.cli import evaluate, export, predict
 from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.compat import tf
@@ -18,6 +20,8 @@ from crnn_multigpu.datasets import load_image
 from crnn_multigpu.ocr.inference import Recognizer
 from crnn_multigpu.ocr.onnx_reader import OnnxRecognizer
 from test_shipped_model import FACES, WORDS, draw_word
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def cli(main, argv, capsys):
@@ -82,21 +86,50 @@ def test_onnxruntime_reads_the_shipped_models_crops_as_tensorflow(exported, crop
     assert sum(text == truth for text, truth in zip(got, truths)) >= 0.9 * len(truths)
 
 
-def test_predict_engine_onnx_reads_a_word_a_line_and_a_page_as_tensorflow(exported, tmp_path,
-                                                                          capsys):
+# crnn-predict run with TensorFlow's import made to fail (a None in sys.modules: ``import
+# tensorflow`` raises ImportError), once for each argument list of argv[1] (JSON); its outputs
+# as a JSON list of [exit code, stdout, stderr], with the names of the tensorflow modules loaded.
+WITHOUT_TENSORFLOW = """
+import contextlib, io, json, sys
+sys.modules["tensorflow"] = None
+from crnn_multigpu.cli import predict
+results = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = predict.main(argv)
+    results.append([code, out.getvalue(), err.getvalue()])
+loaded = sorted(name for name, module in sys.modules.items()
+                if name.split(".")[0] == "tensorflow" and module is not None)
+print(json.dumps({"results": results, "tensorflow": loaded}))
+"""
+
+
+def test_predict_engine_onnx_reads_a_word_a_line_and_a_page_as_tensorflow_without_it(
+        exported, tmp_path, capsys):
+    """crnn-predict --engine onnx reads as the TF path does, and imports no TensorFlow on its
+    way (the reader, decoders, charset, image loading, framing and the page pipeline)."""
     from test_page import render_page
     word, line, page = (str(tmp_path / name) for name in ("word.png", "line.png", "page.png"))
     draw_word("Welcome", FACES[0]).save(word)
     draw_word("Route 66, exit 12", FACES[1]).save(line)
     render_page()[0].save(page)
     onnx_file = os.path.join(exported, "model.onnx")
-    for images, export_path in (([word, "--beam-width", "10"], exported),
-                                ([line, "--lines"], onnx_file), ([page, "--page"], exported)):
-        read = [cli(predict.main, images + engine, capsys) for engine in (
-            [], ["--engine", "onnx", "--checkpoint", export_path])]
-        assert [code for code, _, _ in read] == [0, 0]
-        assert read[0][1] == read[1][1] and read[0][1].strip(), read
-    assert read[0][1].count("\n") > 5  # the page's lines
+    cases = (([word, "--beam-width", "10"], exported), ([line, "--lines"], onnx_file),
+             ([page, "--page"], exported))
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TENSORFLOW, json.dumps(
+            [images + ["--engine", "onnx", "--checkpoint", path] for images, path in cases])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=REPO), timeout=HANG_GUARD)
+    assert done.returncode == 0, done.stderr
+    without = json.loads(done.stdout)
+    assert without["tensorflow"] == []
+    for (images, _), (code, out, err) in zip(cases, without["results"]):
+        assert code == 0 and "Traceback" not in err, err
+        want = cli(predict.main, images, capsys)
+        assert want[0] == 0 and out == want[1] and out.strip(), (out, want)
+    assert out.count("\n") > 5  # the page's lines
 
 
 def test_evaluate_engine_onnx_scores_as_tensorflow(exported, tiny_dataset, capsys):

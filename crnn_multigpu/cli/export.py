@@ -139,7 +139,7 @@ def export_atomically(export, recognizer, out_dir, staging):
     On any failure the staging folder is removed and nothing is left at ``out_dir``; disk and
     permission errors (also TensorFlow's) become one OSError naming ``out_dir``.
     """
-    from crnn_multigpu.runtime.checkpoints import one_line
+    from crnn_multigpu.tflog import one_line
     from crnn_multigpu.compat import tf
     try:
         export(recognizer, os.path.join(staging, "export"))

@@ -27,7 +27,8 @@ from crnn_multigpu.datasets.augment import training_augmentation
 from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.wrapper.devices import (close_session, cpu_devices, session_config, tower_devices,
                                    visible_gpus)
-from crnn_multigpu.ocr.inference import evaluate_dataset, read_batch
+from crnn_multigpu.ocr.inference import read_batch
+from crnn_multigpu.ocr.text_reader import evaluate_dataset
 from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS
 from crnn_multigpu.wrapper.towers import MultiGpuModel
 from crnn_multigpu.runtime.schedule import StepDecay

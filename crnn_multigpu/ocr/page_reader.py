@@ -70,7 +70,7 @@ class UnknownOrientation(ValueError):
 
 class PageReader(object):
     """Reads printed pages with ``recognizer`` (a line-reading
-    :class:`~crnn_multigpu.ocr.inference.TextReader`): ``PageReader(recognizer).read(path)``
+    :class:`~crnn_multigpu.ocr.text_reader.TextReader`): ``PageReader(recognizer).read(path)``
     is a :class:`~crnn_multigpu.ocr.page_result.Page`."""
 
     def __init__(self, recognizer):

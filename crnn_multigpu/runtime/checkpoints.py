@@ -23,7 +23,8 @@ import re
 import numpy as np
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu.files import written_whole
+from crnn_multigpu.files import write_text
+from crnn_multigpu.tflog import one_line
 
 log = logging.getLogger(__name__)
 
@@ -54,42 +55,13 @@ class CheckpointSaveError(CheckpointError):
     """Writing a checkpoint failed (disk full, permissions, ...); the previous one is kept."""
 
 
-def one_line(error):
-    """The cause of a TensorFlow or OS error in one line, without TensorFlow's graph trace.
-
-    TF 2 puts the op's own message after a ``Node: '...'`` line, TF 1 puts it first; both
-    then add pages of stack trace. A file path before ``; `` (``PATH; No space left on
-    device``) is dropped too: the callers name the checkpoint themselves.
-    """
-    text = getattr(error, "message", None) or str(error)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if not lines:
-        return type(error).__name__
-    line = lines[0]
-    for index, candidate in enumerate(lines[:-1]):
-        if candidate.startswith("Node: "):
-            line = lines[index + 1]
-            break
-    return line.rsplit("; ", 1)[-1]
-
-
-def atomic_write_text(path, text):
-    """Write ``text`` to ``path`` whole and on disk (``files.written_whole``, then fsync), with
-    the permissions the umask gives: never half a file."""
-    with written_whole(path) as temporary:
-        with open(temporary, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-
-
 def ensure_writable(directory):
     """Create ``directory`` and prove a file can be written there, or raise a clear error."""
     # A name of this process's own: two trainers started at once must not remove each other's.
     probe = os.path.join(directory, ".write-test-%d" % os.getpid())
     try:
         os.makedirs(directory, exist_ok=True)
-        atomic_write_text(probe, "ok")
+        write_text(probe, "ok")
         os.remove(probe)
     except OSError as error:
         raise OSError("cannot write checkpoints to %s: %s. Choose another --out directory or free "

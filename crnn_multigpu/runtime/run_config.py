@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from crnn_multigpu.runtime.checkpoints import atomic_write_text
+from crnn_multigpu.files import write_text
 
 CONFIG_NAME = "config.json"
 
@@ -104,8 +104,8 @@ class RunConfig(object):
 
     def write(self, run_dir):
         """Store it as ``run_dir``/config.json, whole (never half a file)."""
-        atomic_write_text(os.path.join(run_dir, CONFIG_NAME),
-                          json.dumps(self.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
+        write_text(os.path.join(run_dir, CONFIG_NAME),
+                   json.dumps(self.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
 
     def continuing(self, previous, part):
         """The configuration to save for a run: this one (this part's), what ``previous`` (the
