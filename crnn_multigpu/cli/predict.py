@@ -57,7 +57,8 @@ TURNED = {90: "by 90 degrees clockwise", 180: "upside down (by 180 degrees)",
 
 def read_page(reader, path, picture=None):
     """The :class:`~crnn_multigpu.ocr.page_result.Page` of the page image at ``path`` read by
-    the PageReader ``reader``; a note on stderr when the page lay turned."""
+    the PageReader ``reader``; a note on stderr when the page lay turned, a warning when
+    nothing was read on it."""
     from crnn_multigpu.ocr.page_reader import UnknownOrientation
     try:
         page = reader.read(path)
@@ -66,6 +67,10 @@ def read_page(reader, path, picture=None):
     if page.turn:
         sys.stderr.write("note: %s lies turned %s: read turned back upright\n"
                          % (path, TURNED[page.turn]))
+    if not page.text():
+        sys.stderr.write("warning: found no text on page %s (blank, one flat shade, fully "
+                         "transparent, or print too faint or small to find): its text is empty; "
+                         "check that it is the page you meant\n" % path)
     if picture:
         from crnn_multigpu.ocr.picture import label_font
         page.draw(picture, font=label_font(14))

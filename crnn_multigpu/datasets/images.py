@@ -33,6 +33,9 @@ MAX_PIXELS_ENV = "CRNN_MAX_IMAGE_PIXELS"
 # OSError nor a ValueError; UnidentifiedImageError and truncation are OSErrors, and some
 # plugins raise SyntaxError/ValueError/EOFError on garbage headers.
 UNREADABLE = (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError)
+# The fewest pixels a page has across and down: finding its lines compares rows and columns
+# of pixels (a 600 x 1 page reached the line finder and failed there without its name).
+MIN_PAGE_SIDE = 2
 
 
 def _apply_pixel_limit():
@@ -196,11 +199,14 @@ def grey_page(source):
     values, transparency laid on a contrasting backdrop, palettes and CMYK through RGB. The
     page reader works on this image, so every mode reads alike.
 
-    Raises ValueError naming the source when it cannot be read or holds NaN or infinite pixels.
+    Raises ValueError naming the source when it cannot be read, is narrower or lower than
+    :data:`MIN_PAGE_SIDE` or holds NaN or infinite pixels.
     """
     image = open_image(source)
-    if 0 in image.size:
-        raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
+    if min(image.size) < MIN_PAGE_SIDE:
+        raise ValueError("cannot read image %s as a page: it is %d x %d pixels, too small "
+                         "for a page (at least %d x %d); pass the scan of a page"
+                         % ((_describe(source),) + image.size + (MIN_PAGE_SIDE,) * 2))
     _require_finite(image, source)
     return _luminance(image)
 

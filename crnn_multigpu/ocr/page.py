@@ -37,7 +37,7 @@ import collections
 import numpy as np
 from PIL import Image, ImageDraw
 
-from crnn_multigpu.datasets.images import to_gray_float
+from crnn_multigpu.datasets.images import MIN_PAGE_SIDE, to_gray_float
 from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.files import written_whole
 
@@ -77,9 +77,9 @@ def ink_mask(image):
 
 
 def _check_page_shape(pixels):
-    if pixels.ndim != 2 or min(pixels.shape) < 2:
-        raise ValueError("a page must be a 2-D image of at least 2 x 2 pixels, got shape %s"
-                         % (pixels.shape,))
+    if pixels.ndim != 2 or min(pixels.shape) < MIN_PAGE_SIDE:
+        raise ValueError("a page must be a 2-D image of at least %d x %d pixels, got shape %s"
+                         % (MIN_PAGE_SIDE, MIN_PAGE_SIDE, pixels.shape))
 
 
 def _ink_mask_of_bytes(values):

@@ -67,8 +67,9 @@ def _skew_of_ink(ink):
 
 def deskew(image, ink):
     """``(image, ink, angle)``: the mode L page ``image`` whose :func:`ink_mask` is ``ink``
-    turned back by its :func:`estimate_skew` angle (same size, corners filled with the paper's
-    grey), its ink turned with it; both unchanged below ``MIN_SKEW``.
+    turned back by its :func:`estimate_skew` angle (same size unless its ink would leave it,
+    corners filled with the paper's grey), its ink turned with it; both unchanged below
+    ``MIN_SKEW``.
 
     The ink is turned, not found again: the page reader finds a page's ink once. Its pixels
     are resampled as the page's are and kept where they are at least half ink. The real page
@@ -78,10 +79,27 @@ def deskew(image, ink):
     if abs(angle) < MIN_SKEW:
         return image, ink, 0.0
     paper = int(paper_grey(np.asarray(image), ink))
+    expand = not _stays_on_the_page(ink, angle)
     turned_ink = Image.fromarray(ink.astype(np.uint8) * 255).rotate(
-        -angle, resample=Image.BICUBIC, fillcolor=0)
-    return (image.rotate(-angle, resample=Image.BICUBIC, fillcolor=paper),
+        -angle, resample=Image.BICUBIC, fillcolor=0, expand=expand)
+    return (image.rotate(-angle, resample=Image.BICUBIC, fillcolor=paper, expand=expand),
             np.asarray(turned_ink) >= 128, angle)
+
+
+def _stays_on_the_page(ink, angle):
+    """Whether the box around the page's ``ink`` stays on the page turned by ``angle`` degrees
+    (either way) about its centre. A page's margins keep its text on it; a strip a line high
+    and 20,000 px wide, turned by 0.2 degrees, moves its ends 35 px up and down, off the page
+    (its text was lost, read as nothing): such a page is turned onto a larger one, whose
+    centre stays at the page's (``Image.rotate(expand=True)``)."""
+    rows, columns = np.nonzero(ink.any(axis=1))[0], np.nonzero(ink.any(axis=0))[0]
+    height, width = ink.shape
+    # The box's farthest reach from the centre along each axis, and how far a turn moves it.
+    reach_x = max(width / 2.0 - columns[0], columns[-1] + 1 - width / 2.0)
+    reach_y = max(height / 2.0 - rows[0], rows[-1] + 1 - height / 2.0)
+    sine, cosine = abs(np.sin(np.radians(angle))), np.cos(np.radians(angle))
+    return (reach_x * cosine + reach_y * sine <= width / 2.0 and
+            reach_x * sine + reach_y * cosine <= height / 2.0)
 
 
 def _cleanest_run(crossing, start, end):
