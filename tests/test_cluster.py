@@ -18,6 +18,7 @@ from crnn_multigpu.cli import server as server_cli
 from crnn_multigpu.runtime.cluster import (chief_target, cluster_towers, free_ports, is_chief,
                                            load_cluster, start_server, task_from_env,
                                            wait_for_tasks)
+from crnn_multigpu.runtime.placement import resolve_placement
 from crnn_multigpu.runtime.local_servers import (LocalServers, ServerFailed, loopback_cluster,
                                                  package_environment)
 from crnn_multigpu.compat import tf
@@ -163,7 +164,7 @@ def test_free_ports_are_distinct():
                                                 ("worker", 2, "tasks 0..1, not 2")])
 def test_start_server_refuses_unknown_task(job, task, problem):
     with pytest.raises(ValueError, match=problem):
-        start_server(CLUSTER, job, task)
+        start_server(CLUSTER, job, task, resolve_placement(cluster=CLUSTER).session_config())
 
 
 @pytest.mark.parametrize("argv, problem", [

@@ -4,7 +4,8 @@
    validation set with the families held out from training (so the figure
    measures reading type designs it never saw, not memorised ones), real words
    in three cases, colours and degradations, both in parallel processes;
-2. trains the default CRNN with crnn-train on every GPU, or --towers virtual CPUs;
+2. trains the default CRNN with crnn-train on --towers towers: the first GPUs, or virtual
+   CPUs on a machine without GPUs (refused at once when there are GPUs but fewer);
 3. evaluates the newest checkpoint on the validation set and writes a PNG of
    sample predictions. Re-running continues an interrupted run.
 
@@ -39,7 +40,8 @@ def build_parser():
                         help="everything goes here (data/, run/)")
     parser.add_argument("--lines", action="store_true",
                         help="whole printed lines instead of words (make train-lines)")
-    parser.add_argument("--towers", type=positive_int, default=2)
+    parser.add_argument("--towers", type=positive_int, default=2,
+                        help="towers to train on, as crnn-train --towers (default 2)")
     # Words: 3e-3 rather than crnn-train's 1e-3: measured on this job, the small CRNN (batch
     # norm, Adam) reaches 82.8 % at step 2,000 instead of 76.0 %, so the 15-minute budget goes
     # further. Lines: 1e-3, the rate seen to leave the CTC blank plateau (by step ~200).
@@ -81,6 +83,8 @@ def main_body(argv=None):
             setattr(args, key, value)
     from crnn_multigpu.datasets.charset import Charset
     charset = Charset.printable_ascii() if args.lines else Charset.default()
+    from crnn_multigpu.runtime.placement import resolve_placement
+    resolve_placement(args.towers)  # crnn-train's refusal, before minutes of rendering
     data_dir, run_dir = os.path.join(args.out, "data"), os.path.join(args.out, "run")
     train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
     render_sets(args, charset, train_dir, val_dir)

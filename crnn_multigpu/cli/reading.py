@@ -59,8 +59,8 @@ def add_towers_argument(parser):
     """--towers: split each batch over N towers, same outputs."""
     parser.add_argument("--towers", type=positive_int, default=1, metavar="N",
                         help="run each batch over N towers: the first N GPUs, or N virtual CPU "
-                             "devices without enough GPUs (default 1); the outputs are those of "
-                             "one device")
+                             "devices on a machine without GPUs, as crnn-train (default 1); the "
+                             "outputs are those of one device")
 
 
 def add_lexicon_arguments(parser):

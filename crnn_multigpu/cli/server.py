@@ -67,6 +67,7 @@ def _serve(args):
     """Start the task named by ``args`` and serve until a stop signal (then leave with exit
     code 0); return an exit code if the task is malformed or its server cannot start."""
     from crnn_multigpu.runtime import cluster as cluster_lib  # imports TensorFlow: after argument checks
+    from crnn_multigpu.runtime.placement import resolve_placement
 
     try:
         cluster = cluster_lib.load_cluster(args.cluster)
@@ -86,7 +87,8 @@ def _serve(args):
 
     name = "/job:%s/task:%d" % (job, task)
     try:
-        cluster_lib.start_server(cluster, job, task)
+        cluster_lib.start_server(cluster, job, task,
+                                 resolve_placement(cluster=cluster).session_config())
     except cluster_lib.PortInUse as error:
         return _fail(error, EXIT_USAGE)
     except Exception as error:  # noqa: B902 (whatever else stops gRPC from starting)

@@ -22,15 +22,14 @@ from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.crnn import CRNN
-from crnn_multigpu.datasets import make_batch, open_dataset
+from crnn_multigpu.datasets import open_dataset
 from crnn_multigpu.datasets.augment import training_augmentation
 from crnn_multigpu.datasets.steps import StepBatches
-from crnn_multigpu.wrapper.devices import (close_session, cpu_devices, session_config, tower_devices,
-                                   visible_gpus)
-from crnn_multigpu.ocr.inference import read_batch
-from crnn_multigpu.ocr.text_reader import evaluate_dataset
+from crnn_multigpu.wrapper.devices import close_session
+from crnn_multigpu.ocr.validation import ValidationReader
 from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS
 from crnn_multigpu.wrapper.towers import MultiGpuModel
+from crnn_multigpu.runtime.placement import resolve_placement
 from crnn_multigpu.runtime.schedule import StepDecay
 from crnn_multigpu.runtime.training import StopRequested, Trainer
 
@@ -197,22 +196,16 @@ def add_run_group(run):
     run.add_argument("--verbose", action="store_true")
 
 
-def resolve_devices(args):
-    """(tower devices, variable device, session target, n virtual CPUs) from the arguments."""
-    if args.cluster:
-        from crnn_multigpu.runtime import cluster
-        spec = cluster.load_cluster(args.cluster)
-        cluster.wait_for_tasks(spec, args.connect_timeout, log=log.info)
-        towers, variable_device = cluster.cluster_towers(spec, gpus_per_task=args.gpus_per_task)
-        return towers, variable_device, cluster.chief_target(spec), 1
-    gpus = visible_gpus()
-    if gpus:
-        if args.towers and args.towers > len(gpus):
-            raise ValueError("--towers %d but only %d GPU(s) are visible (%s)"
-                             % (args.towers, len(gpus), ", ".join(gpus)))
-        return tower_devices(n_gpus=args.towers), None, "", 1
-    count = args.towers or 1
-    return cpu_devices(count), "/cpu:0", "", count
+def placement_of(args):
+    """The towers' ``runtime.placement.Placement`` of --towers, or of --cluster (whose tasks
+    are then waited for, up to --connect-timeout)."""
+    if not args.cluster:
+        return resolve_placement(args.towers)
+    from crnn_multigpu.runtime import cluster
+    spec = cluster.load_cluster(args.cluster)
+    placement = resolve_placement(args.towers, spec, args.gpus_per_task)
+    cluster.wait_for_tasks(spec, args.connect_timeout, log=log.info)
+    return placement
 
 
 def make_strategy(args, variable_device):
@@ -255,22 +248,6 @@ def input_mode(args):
         raise ValueError("--input dataset decodes images in this process's Python, which the "
                          "cluster's workers cannot call; use --input feed with --cluster")
     return args.input or ("feed" if args.cluster else "dataset")
-
-
-def make_validate(wrapper, dataset, charset, width, batch_size, limit, model_cls,
-                  unreadable=None):
-    """A callable (session, step) -> figures over the first ``limit`` (0: all) validation
-    images, read by the training graph's towers of ``model_cls`` (batches padded to a multiple
-    of its DOWNSAMPLE): the loop of crnn-evaluate, so an unreadable image counts as a wrong,
-    empty reading and its name goes to the list ``unreadable`` when given."""
-    def validate(session, step=None):
-        def recognize(arrays):
-            batch = make_batch(arrays, None, charset, width, model_cls.DOWNSAMPLE)
-            return read_batch(session, wrapper, batch, charset, model_cls)[0]
-        return evaluate_dataset(dataset, recognize, batch_size, limit=limit or None,
-                                unreadable=unreadable)[0]
-    validate.unreadable = unreadable
-    return validate
 
 
 def main_body(argv=None):
@@ -320,21 +297,22 @@ def train_run(args, charset, model_cls, config, stop):
     if val_set is not None:
         require_a_readable_image(val_set, args.val)
     init_from = warm_start_checkpoint(args, config)
-    check_run_dir(args, config)
-    towers, variable_device, target, n_cpus = resolve_devices(args)
+    placement = placement_of(args)
+    towers = placement.devices
     if args.batch_size < len(towers):
         raise ValueError("--batch-size %d is smaller than the %d towers; every tower needs at least "
                          "one example" % (args.batch_size, len(towers)))
+    check_run_dir(args, config)  # last: it writes config.json
     mode = input_mode(args)
     tf.set_random_seed(args.seed)
     augment = training_augmentation(args.augment, args.reframe, train_set.height)
     batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config.image_width,
                           seed=args.seed, augment=augment, bucket=args.bucket,
                           width_multiple=model_cls.DOWNSAMPLE)
-    wrapper = build_towers(args, model_cls, config, towers, variable_device,
+    wrapper = build_towers(args, model_cls, config, placement,
                            batches if mode == "dataset" else None)
-    validate = make_validate(wrapper, val_set, charset, config.image_width, 64,
-                             args.validate_max, model_cls) if val_set else None
+    validate = ValidationReader(wrapper, val_set, charset, config.image_width, model_cls,
+                                args.validate_max) if val_set else None
     trainer = build_trainer(args, wrapper, batches if mode == "feed" else None, validate,
                             init_from)
     sys.stderr.write("training %s on %d tower(s): %s (%s); %d training images, batch %d%s, "
@@ -344,14 +322,14 @@ def train_run(args, charset, model_cls, config, stop):
                         " x %d micro-batches" % args.accumulate if args.accumulate > 1 else "",
                         args.steps, mode, describe_augmentation(args),
                         ", width buckets of %d batches" % args.bucket if args.bucket else ""))
-    final = make_validate(wrapper, val_set, charset, config.image_width, 64, 0,
-                          model_cls, []) if val_set else None
-    return run_session(args, trainer, target, n_cpus, final, stop)
+    final = ValidationReader(wrapper, val_set, charset, config.image_width, model_cls,
+                             unreadable=[]) if val_set else None
+    return run_session(args, trainer, placement, final, stop)
 
 
-def build_towers(args, model_cls, config, towers, variable_device, batches):
-    """The MultiGpuModel of the arguments on ``towers``; feed-free when ``batches`` (the step
-    source its own input pipelines read) is given."""
+def build_towers(args, model_cls, config, placement, batches):
+    """The MultiGpuModel of the arguments on ``placement``'s towers; feed-free when ``batches``
+    (the step source its own input pipelines read) is given."""
     schedule = StepDecay(args.lr, args.steps)
 
     def optimizer(global_step):
@@ -359,11 +337,11 @@ def build_towers(args, model_cls, config, towers, variable_device, batches):
 
     # sync_bn only when asked for: a model class without batch norm need not take it.
     kwargs = dict(config.model, **({"sync_bn": True} if args.sync_bn else {}))
-    wrapper = MultiGpuModel(model_class.guarded(model_cls), devices=towers,
-                            strategy=make_strategy(args, variable_device), optimizer=optimizer,
-                            clip_norm=args.clip_norm or None, batches=batches,
-                            precision=args.precision, accumulate_steps=args.accumulate,
-                            xla=args.xla, **kwargs)
+    wrapper = MultiGpuModel(model_class.guarded(model_cls), devices=placement.devices,
+                            strategy=make_strategy(args, placement.variable_device),
+                            optimizer=optimizer, clip_norm=args.clip_norm or None,
+                            batches=batches, precision=args.precision,
+                            accumulate_steps=args.accumulate, xla=args.xla, **kwargs)
     model_class.check_model(wrapper.models[0], model_cls)
     return wrapper
 
@@ -382,16 +360,16 @@ def build_trainer(args, wrapper, batch_for_step, validate, init_from):
                        on_nonfinite=args.on_nonfinite, feed=feed, init_from=init_from)
 
 
-def run_session(args, trainer, target, n_cpus, final_validation, stop):
-    """Train to --stop-at or --steps in a session (``stop``: the StopRequested it heeds), then
-    (having reached --steps) run ``final_validation`` (made with a list for the unreadable
-    images' names) and print its figures; the exit code: 128 + the signal that stopped
-    training, else 0."""
-    settings = session_config(n_cpus)
+def run_session(args, trainer, placement, final_validation, stop):
+    """Train to --stop-at or --steps in a session on ``placement`` (``stop``: the StopRequested
+    it heeds), then (having reached --steps) run ``final_validation`` (a ValidationReader with
+    a list for the unreadable images' names) and print its figures; the exit code: 128 + the
+    signal that stopped training, else 0."""
+    settings = placement.session_config()
     if args.cluster:
         # gRPC waits for a killed or hung task forever, inside C++ where Ctrl-C cannot reach.
         settings.operation_timeout_in_ms = int(args.step_timeout * 1000)
-    session = tf.Session(target, config=settings)
+    session = tf.Session(placement.target, config=settings)
     try:
         try:
             final_step = trainer.train(session, min(args.steps, args.stop_at or args.steps),

@@ -15,10 +15,10 @@ import numpy as np
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.runtime.checkpoints import require_checkpoint, variables_mismatch
+from crnn_multigpu.runtime.placement import resolve_placement
 from crnn_multigpu.runtime.run_config import CONFIG_NAME, RunConfig
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr.text_reader import TextReader
-from crnn_multigpu.wrapper.devices import first_devices, session_config
 from crnn_multigpu.wrapper.sharding import batch_size as count_examples
 from crnn_multigpu.wrapper.sharding import split_batch
 from crnn_multigpu.wrapper.towers import MultiGpuModel
@@ -77,7 +77,9 @@ class Recognizer(TextReader):
       language_model: optional :class:`~crnn_multigpu.ocr.char_lm.CharLmDecoder` (also settable
         later as ``recognizer.language_model``): every image is then read by its beam search
         with a character language model, before any lexicon.
-      towers: run each batch over this many towers (the first GPUs, else virtual CPUs).
+      towers: run each batch over this many towers: the first GPUs, or virtual CPUs on a
+        machine without GPUs (``runtime.placement.resolve_placement``: more than the GPUs is
+        refused, as crnn-train refuses it).
       strategy: the towers' placement (``crnn_multigpu.wrapper.strategies``; default: one copy of
         the variables on the host CPU).
       model_cls: the model class to build (``crnn_multigpu.ocr.model_class`` says what it
@@ -90,6 +92,7 @@ class Recognizer(TextReader):
 
     def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,
                  strategy=None, model_cls=None, language_model=None):
+        placement = resolve_placement(towers)  # refused before anything is read
         config = RunConfig.read(run_dir)
         self.model_cls = model_class.from_config(config, os.path.join(run_dir, CONFIG_NAME),
                                                  model_cls)
@@ -100,8 +103,8 @@ class Recognizer(TextReader):
         beam = {"beam_width": beam_width} if beam_width > 1 else {}
         self.graph = tf.Graph()
         with self.graph.as_default():
-            saver = self._build(run_dir, towers, strategy, beam)
-        self.session = tf.Session(graph=self.graph, config=session_config(towers))
+            saver = self._build(run_dir, placement.devices, strategy, beam)
+        self.session = tf.Session(graph=self.graph, config=placement.session_config())
         saver.restore(self.session, self.checkpoint)
         self.session.run(self.towers.post_init_op)
         log.info("restored %s", self.checkpoint)
@@ -112,14 +115,15 @@ class Recognizer(TextReader):
         zh), with the ``options`` of the constructor."""
         return cls(shipped_model(name), **options)
 
-    def _build(self, run_dir, towers, strategy, beam):
-        """Build the towers into the current graph; the Saver of the model's variables. A class
-        named instead of the run's own that cannot build or restore it is refused as such."""
+    def _build(self, run_dir, devices, strategy, beam):
+        """Build the towers on ``devices`` into the current graph; the Saver of the model's
+        variables. A class named instead of the run's own that cannot build or restore it is
+        refused as such."""
         config_path = os.path.join(run_dir, CONFIG_NAME)
         another = model_class.path_of(self.model_cls) != model_class.recorded_class(self.config)
         try:
             self.towers = MultiGpuModel(model_class.guarded(self.model_cls),
-                                        devices=first_devices(towers), strategy=strategy,
+                                        devices=devices, strategy=strategy,
                                         train=False, **dict(self.config.model, **beam))
             self.model = self.towers.models[0]  # the plain model
             model_class.check_model(self.model, self.model_cls)

@@ -18,7 +18,7 @@ import socket
 import time
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu.wrapper.devices import close_session, cluster_devices, session_config
+from crnn_multigpu.wrapper.devices import close_session, cluster_devices
 
 CHIEF_JOB = "worker"
 
@@ -146,11 +146,6 @@ def check_task(cluster, job, task):
     return cluster[job][task]
 
 
-def server_config():
-    """The session config servers run with: soft placement, GPU memory on demand."""
-    return session_config(1, allow_soft_placement=True)
-
-
 class PortInUse(OSError):
     """A task's port is held by another program, so its server cannot listen there."""
 
@@ -177,16 +172,16 @@ def _refuse_taken_port(job, task, address):
         probe.close()
 
 
-def start_server(cluster, job, task, config=None):
-    """Start this process's ``tf.train.Server`` (gRPC) for ``/job:<job>/task:<task>``;
-    PortInUse when its port is taken."""
+def start_server(cluster, job, task, config):
+    """Start this process's ``tf.train.Server`` (gRPC) for ``/job:<job>/task:<task>`` with the
+    ``ConfigProto`` ``config`` (crnn-server's: its cluster placement's); PortInUse when its port
+    is taken."""
     address = check_task(cluster, job, task)
     _refuse_taken_port(job, task, address)
     spec = cluster if isinstance(cluster, tf.train.ClusterSpec) else tf.train.ClusterSpec(cluster)
     try:
         return tf.train.Server(spec, job_name=job, task_index=task, protocol="grpc",
-                               config=config if config is not None else server_config(),
-                               start=True)
+                               config=config, start=True)
     except tf.errors.OpError:
         _refuse_taken_port(job, task, address)  # taken since the check: say so
         raise

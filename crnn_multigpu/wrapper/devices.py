@@ -69,12 +69,6 @@ def cpu_devices(n):
     return ["/cpu:%d" % i for i in range(n)]
 
 
-def first_devices(n):
-    """``n`` tower devices for code not told which: the first n GPUs, else n virtual CPUs."""
-    gpus = visible_gpus()
-    return gpus[:n] if len(gpus) >= n else cpu_devices(n)
-
-
 def session_config(n_cpu_devices=1, allow_soft_placement=True, log_device_placement=False):
     """A ``ConfigProto`` that splits the host CPU into ``n_cpu_devices`` virtual devices.
 
