@@ -61,7 +61,7 @@ from crnn_multigpu.ocr.metrics import SCORINGS, edit_distance, scoring_fold  # n
 from compare_chinese import rasterise  # noqa: E402
 from page_check import layout_rows  # noqa: E402
 from pdf_training_set import page_count, refusal  # noqa: E402
-from peer_benchmark import (cpu_window, idle_verdict, load_average, others_share,  # noqa: E402
+from cpu_accounting import (cpu_window, idle_verdict, load_average, others_share,  # noqa: E402
                             own_cpu_seconds, read_proc_stat)
 from reading_systems import INSTALL_COMPARE, TESSERACT, readers  # noqa: E402
 from reports import write_json  # noqa: E402
@@ -192,7 +192,7 @@ def summarize(seconds, rows, startups, truths, fold, reference=TESSERACT):
 
 
 class CpuMeter(object):
-    """Snapshots for ``peer_benchmark.cpu_window``: the machine's ticks and the CPU seconds of
+    """Snapshots for ``cpu_accounting.cpu_window``: the machine's ticks and the CPU seconds of
     this process, its finished children and the running processes of ``systems``."""
 
     def __init__(self, systems, proc="/proc"):

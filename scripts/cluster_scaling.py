@@ -56,7 +56,7 @@ from crnn_multigpu.runtime.cluster import chief_target  # noqa: E402
 from crnn_multigpu.runtime.local_servers import LocalServers, loopback_cluster  # noqa: E402
 from crnn_multigpu.wrapper.devices import close_session, session_config  # noqa: E402
 from crnn_multigpu.wrapper.towers import MultiGpuModel  # noqa: E402
-from peer_benchmark import cpu_window, load_average, others_share, read_proc_stat  # noqa: E402
+from cpu_accounting import cpu_window, load_average, others_share, read_proc_stat  # noqa: E402
 
 TOLERANCE = 0.15
 START_TIMEOUT = 600  # seconds for a server to import TensorFlow and listen (a busy machine)
@@ -188,7 +188,7 @@ def cpu_seconds_of(pids):
 
 def snapshot(pids):
     """The machine's busy/total ticks and the CPU seconds of ``pids`` (this run's processes),
-    in the form ``peer_benchmark.cpu_window`` takes."""
+    in the form ``cpu_accounting.cpu_window`` takes."""
     return read_proc_stat(), cpu_seconds_of(pids)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from peer_benchmark import cpu_snapshot, cpu_window, load_average, others_share  # noqa: E402
+from cpu_accounting import cpu_snapshot, cpu_window, load_average, others_share  # noqa: E402
 from reports import write_json  # noqa: E402  (scripts/ is on sys.path when run)
 
 BLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")

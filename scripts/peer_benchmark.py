@@ -1,4 +1,4 @@
-"""The CRNN in this package beside a PyTorch twin: training and inference images/s, one table.
+"""The CRNN in this package beside a PyTorch twin: training and inference images/s by charset.
 
 Every configuration trains the same model (the ``small`` CRNN, i.e. ``CRNN()``'s defaults) on the
 same synthetic batches (global batch 32, 32x100 grey images, random labels of 1-10 characters,
@@ -14,6 +14,13 @@ tower compiled by XLA: ``crnn-train --xla``, which pays on TF 1.15's CPU kernels
 ``torch`` (``scripts/torch_twin.py``, PyTorch from ``.venv-torch``; never a package dependency).
 Every process gets the same thread budget (``--threads``, default 2).
 
+Charsets (``--charsets``, default both): every configuration runs with the output layer of
+``words`` (digits and lower case: 37 classes with the CTC blank) and of ``zh`` (the Chinese
+charset, ``crnn_multigpu/datasets/languages/zh_charset.txt``: 6,900 classes), the twin widened
+alike, interleaved in the same repetitions; the ratios to PyTorch come per charset, and side by
+side. The float32 GEMM peak (``gemm_peak.py``, alone in a process of its own) is measured before
+and after the runs and printed with them, so that the figures can be scaled to another machine.
+
 The table gives min / median / max images/s over the repetitions, the median of the
 per-repetition ratios ours / PyTorch (above 1: ours is faster), and how idle the machine was:
 the share of all CPU time that other processes used during the timed steps (``/proc/stat``
@@ -23,10 +30,10 @@ from an idle machine; the table says when it was not. Usage::
     make benchmark-peers                                   # creates .venv-torch, full run
     .venv/bin/python scripts/peer_benchmark.py --quick     # 1 repetition of a few steps
     .venv/bin/python scripts/peer_benchmark.py --reps 5 --json peers.json
+    .venv/bin/python scripts/peer_benchmark.py --charsets zh --configs tf2_2,torch
 
-This file is also the TensorFlow worker (``--worker tf``, run by the interpreter of each TF
-venv) and holds the timing and CPU-accounting helpers that ``torch_twin.py`` imports; it
-imports TensorFlow only inside the worker, so the parent process stays light.
+The TensorFlow runs are ``peer_tf_worker.py``'s, the PyTorch ones ``torch_twin.py``'s; both import
+this file's timing helpers, and it imports no TensorFlow, so the parent process stays light.
 """
 import argparse
 import collections
@@ -41,12 +48,15 @@ import time
 
 import numpy as np
 
-from reports import write_json  # scripts/ is on sys.path when run
+# scripts/ is on sys.path when one of its scripts runs.
+from cpu_accounting import (add_windows, cpu_snapshot, cpu_window, idle_verdict, load_average,
+                            others_share, own_share)
+from gemm_peak import measure_in_subprocess
+from reports import write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULT_PREFIX = "PEER_RESULT "
-IDLE_LIMIT = 0.05  # other processes above 5 % of the machine's CPU time: not an idle machine
 MAX_LABEL = 10
 
 Config = collections.namedtuple("Config", "name stack towers label xla")
@@ -60,95 +70,10 @@ CONFIGS = collections.OrderedDict((c.name, c) for c in [
     Config("torch", "torch", 1, "PyTorch twin"),
 ])
 PEER = "torch"
-
-
-# ---------------------------------------------------------------- CPU accounting (all processes)
-
-def read_proc_stat(path="/proc/stat"):
-    """(busy, total) clock ticks of the whole machine since boot, or None off Linux.
-
-    Busy is everything but idle and iowait; steal (time a hypervisor gave to other guests)
-    counts as busy, because this machine could not use it either.
-    """
-    try:
-        with open(path) as stream:
-            fields = stream.readline().split()
-    except (IOError, OSError):
-        return None
-    if not fields or fields[0] != "cpu":
-        return None
-    ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    ticks += [0] * (8 - len(ticks))
-    total = sum(ticks)
-    return total - ticks[3] - ticks[4], total
-
-
-def own_cpu_seconds(children=False):
-    """CPU seconds this process (all its threads) has used so far; with ``children``, also
-    its finished subprocesses."""
-    import resource
-    usage = [resource.getrusage(resource.RUSAGE_SELF)]
-    if children:
-        usage.append(resource.getrusage(resource.RUSAGE_CHILDREN))
-    return sum(u.ru_utime + u.ru_stime for u in usage)
-
-
-def cpu_snapshot(children=False):
-    return read_proc_stat(), own_cpu_seconds(children)
-
-
-def cpu_window(before, after, ticks_per_second=None):
-    """What the machine did between two snapshots, in CPU seconds.
-
-    Returns {"total", "busy", "own"} (summable over windows) or None when /proc/stat is not
-    readable. "total" is wall time times the number of CPUs.
-    """
-    if before[0] is None or after[0] is None:
-        return None
-    hz = float(ticks_per_second or os.sysconf("SC_CLK_TCK"))
-    return {"busy": (after[0][0] - before[0][0]) / hz, "total": (after[0][1] - before[0][1]) / hz,
-            "own": after[1] - before[1]}
-
-
-def add_windows(windows):
-    windows = [w for w in windows if w]
-    if not windows:
-        return None
-    return dict((k, sum(w[k] for w in windows)) for k in ("busy", "total", "own"))
-
-
-def others_share(window):
-    """The share of all CPU time used by other processes in ``window`` (0..1), or None.
-
-    Tick counts are coarse (1/100 s) and rusage is exact, so the difference is clipped at 0.
-    """
-    if not window or window["total"] <= 0:
-        return None
-    return min(1.0, max(0.0, (window["busy"] - window["own"]) / window["total"]))
-
-
-def own_share(window):
-    if not window or window["total"] <= 0:
-        return None
-    return min(1.0, window["own"] / window["total"])
-
-
-def idle_verdict(share, limit=IDLE_LIMIT):
-    """One line: whether other processes' ``share`` of all CPU time (None: unknown) leaves
-    figures measured meanwhile valid."""
-    if share is None:
-        return "IDLE UNKNOWN: /proc/stat not readable; measure on a machine known to be idle"
-    if share > limit:
-        return ("NOT IDLE: other processes used more than %.0f %% of the CPU time; these "
-                "figures are not valid results (re-run on an idle machine)" % (100 * limit))
-    return "idle: other processes stayed under %.0f %% of the CPU time" % (100 * limit)
-
-
-def load_average():
-    try:
-        return os.getloadavg()
-    except (AttributeError, OSError):
-        return None
+# The output layers compared (--charsets): what each charset holds, for the tables.
+CHARSETS = collections.OrderedDict([
+    ("words", "digits and lower case, the CRNN paper's"),
+    ("zh", "the Chinese charset, crnn_multigpu/datasets/languages/zh_charset.txt")])
 
 
 # ---------------------------------------------------------------- timing, data, results (workers)
@@ -239,100 +164,6 @@ def measure(train_step, infer_step, batch_size, infer_batch, args):
             "cpu": add_windows([train_window, infer_window])}
 
 
-# ---------------------------------------------------------------- TensorFlow side
-
-def trainable_parameter_count(graph):
-    """Number of scalars in the trainable variables of ``graph`` (shapes must be static)."""
-    variables = graph.get_collection("trainable_variables")
-    return int(sum(int(np.prod(v.shape.as_list())) for v in variables))
-
-
-def tf_spec(reference=None, seed=0):
-    """The ``small`` model as built by TensorFlow: its sizes and trainable parameter count.
-
-    ``reference``: also write there (.npz) the initial weights (``w:<variable name>``), a small
-    batch and the model's logits and loss on it in inference and training mode, for the twin
-    to reproduce with the same weights (``torch_twin.py --check``).
-    """
-    from crnn_multigpu.compat import TF_VERSION, tf
-    from crnn_multigpu.datasets.batching import Batch
-    from crnn_multigpu.datasets.charset import Charset
-    from crnn_multigpu.ocr.crnn import CRNN
-    classes = len(Charset.default().chars) + 1  # + the CTC blank
-    graph = tf.Graph()
-    with graph.as_default():
-        tf.set_random_seed(seed)
-        model = CRNN(num_classes=classes)
-        init = tf.global_variables_initializer()
-    spec = {"classes": model.num_classes, "channels": list(model.channels),
-            "lstm_units": model.lstm_units, "lstm_layers": model.lstm_layers,
-            "height": model.height, "params": trainable_parameter_count(graph),
-            "tensorflow": ".".join(map(str, TF_VERSION))}
-    if reference:
-        rng = np.random.RandomState(seed + 1)
-        images = rng.rand(8, model.height, 100).astype(np.float32)
-        lengths = rng.randint(1, MAX_LABEL + 1, size=8).astype(np.int32)
-        labels = rng.randint(0, classes - 1, size=(8, MAX_LABEL)).astype(np.int32)
-        labels[np.arange(MAX_LABEL)[None, :] >= lengths[:, None]] = 0
-        batch = Batch(images[..., None], np.full([8], 100, np.int32), labels, lengths, None)
-        out = {"images": images, "labels": labels, "lengths": lengths}
-        with tf.Session(graph=graph) as session:
-            session.run(init)
-            for training in (False, True):
-                logits, loss = session.run([model.logits, model.loss],
-                                           model.feed_dict(batch, training=training))
-                out["logits_%d" % training], out["loss_%d" % training] = logits, loss
-            for variable in graph.get_collection("trainable_variables"):
-                out["w:" + variable.op.name] = session.run(variable)
-        np.savez(reference, **out)
-    return spec
-
-
-def tf_worker(args):
-    """Train and run MultiGpuModel(CRNN) on ``args.towers`` virtual CPUs; emit the figures."""
-    from crnn_multigpu.compat import TF_VERSION, tf
-    from crnn_multigpu.datasets.batching import Batch
-    from crnn_multigpu.ocr.crnn import CRNN
-    from crnn_multigpu.wrapper.devices import close_session, cpu_devices, session_config
-    from crnn_multigpu.wrapper.towers import MultiGpuModel
-
-    data = load_data(args.data)
-    graph = tf.Graph()
-    with graph.as_default():
-        tf.set_random_seed(args.seed)
-        model = MultiGpuModel(CRNN, devices=cpu_devices(args.towers), num_classes=args.classes,
-                              xla=args.xla)
-        frames = []
-        for device, tower in zip(model.devices, model.models):
-            with tf.device(device):  # the greedy path, on the tower that computed it
-                frames.append(tf.argmax(tower.log_probs_per_frame, axis=-1))
-        init = tf.global_variables_initializer()
-    config = session_config(args.towers)
-    config.intra_op_parallelism_threads = args.threads
-    config.inter_op_parallelism_threads = args.threads
-    session = tf.Session(graph=graph, config=config)
-    session.run(init)
-    if model.post_init_op is not None:
-        session.run(model.post_init_op)
-
-    def batch(images, labels=None, lengths=None):
-        n, width = images.shape[0], images.shape[2]
-        return Batch(images[..., None], np.full([n], width, np.int32), labels, lengths, None)
-
-    feeds = [model.feed_dict(model.split(batch(images, labels, lengths)))
-             for images, labels, lengths in zip(data["train_images"], data["train_labels"],
-                                                data["train_lengths"])]
-    infer_feed = model.feed_dict(model.split(batch(data["infer_images"])), training=False)
-    result = measure(lambda i: session.run(model.objective, feeds[i % len(feeds)]),
-                     lambda i: session.run(frames, infer_feed),
-                     data["train_images"].shape[1], data["infer_images"].shape[0], args)
-    result.update(params=trainable_parameter_count(graph), towers=args.towers, xla=args.xla,
-                  version="TF %s" % ".".join(map(str, TF_VERSION)),
-                  onednn=os.environ.get("TF_ENABLE_ONEDNN_OPTS"))
-    close_session(session)
-    return result
-
-
 # ---------------------------------------------------------------- the parent: runs and table
 
 def summarize(runs, peer=PEER):
@@ -369,33 +200,67 @@ def _percent(value):
     return "-" if value is None else "%.0f %%" % (100 * value)
 
 
-def format_table(summary, idle, labels=None, peer=PEER):
-    """The table as text; ``idle``: {"others_share", "load_before", "load_after", "cpus"}."""
+def _ratio(row, key):
+    return "-" if row.get(key) is None else "%.3f" % row[key]
+
+
+def format_table(summary, labels=None, peer=PEER):
+    """One charset's table as text: images/s per configuration and the ratios to ``peer``."""
     labels = labels or {}
     lines = ["%-8s %-30s %24s %8s %24s %8s %6s %7s" % (
         "config", "", "train img/s min/med/max", "vs " + peer, "infer img/s min/med/max",
         "vs " + peer, "own", "others")]
     for name, row in summary.items():
-        ratios = ["%.3f" % row[k] if row.get(k) is not None else "-"
+        ratios = [_ratio(row, k) if name != peer else ""
                   for k in ("train_images_per_s_ratio", "infer_images_per_s_ratio")]
         lines.append("%-8s %-30s %24s %8s %24s %8s %6s %7s" % (
-            name, labels.get(name, ""), _triple(row["train_images_per_s"]),
-            ratios[0] if name != peer else "", _triple(row["infer_images_per_s"]),
-            ratios[1] if name != peer else "", _percent(row["own_share"]),
+            name, labels.get(name, ""), _triple(row["train_images_per_s"]), ratios[0],
+            _triple(row["infer_images_per_s"]), ratios[1], _percent(row["own_share"]),
             _percent(row["others_share_all"])))
     lines.append("vs %s: median over repetitions of (ours / PyTorch) images/s; above 1: ours is "
                  "faster. own/others: share of all CPU time in the timed steps." % peer)
+    return "\n".join(lines)
+
+
+def format_ratios(summaries, classes, peer=PEER):
+    """The ratios to ``peer`` of every configuration at each charset's output size, side by
+    side; ``summaries``: {charset: summary}, ``classes``: {charset: output classes}."""
+    names = [n for n in next(iter(summaries.values())) if n != peer]
+    header = ["%-8s" % "config"] + ["%16s" % ("%s %s cl." % (what, "{:,}".format(classes[c])))
+                                    for what in ("train", "infer") for c in summaries]
+    lines = ["ours / %s by output size (the median ratio of each table above):" % peer,
+             " ".join(header)]
+    for name in names:
+        lines.append(" ".join(["%-8s" % name] + [
+            "%16s" % _ratio(summaries[c].get(name, {}), key + "_ratio")
+            for key in ("train_images_per_s", "infer_images_per_s") for c in summaries]))
+    return "\n".join(lines)
+
+
+def format_idle(idle):
+    """How idle the machine was, and the verdict; ``idle``: {"others_share", "load_before",
+    "load_after", "cpus", "per_run_range", "others_share_whole_run"}."""
     share = idle.get("others_share")
     load = (idle.get("load_before"), idle.get("load_after"))
-    lines.append("machine: %s CPUs; other processes used %s of all CPU time during the timed "
-                 "steps (%s per run; %s over the whole run with start-ups); load average "
-                 "(1 min) %s before, %s after" % (
-                     idle.get("cpus", "?"), _percent(share), idle.get("per_run_range", "-"),
-                     _percent(idle.get("others_share_whole_run")),
-                     "%.2f" % load[0] if load[0] is not None else "?",
-                     "%.2f" % load[1] if load[1] is not None else "?"))
-    lines.append(idle_verdict(share))
-    return "\n".join(lines)
+    return "\n".join([
+        "machine: %s CPUs; other processes used %s of all CPU time during the timed steps (%s "
+        "per run; %s over the whole run with start-ups); load average (1 min) %s before, %s "
+        "after" % (idle.get("cpus", "?"), _percent(share), idle.get("per_run_range", "-"),
+                   _percent(idle.get("others_share_whole_run")),
+                   "%.2f" % load[0] if load[0] is not None else "?",
+                   "%.2f" % load[1] if load[1] is not None else "?"),
+        idle_verdict(share)])
+
+
+def format_peak(before, after):
+    """The float32 GEMM peak (``gemm_peak.measure_in_subprocess``'s results before and after
+    the runs) in two lines."""
+    rates = [max(result[library].values()) / 1e9 for result in (before, after)
+             for library in ("numpy", "tensorflow")]
+    shares = [r["others_share"] for r in (before, after) if r["others_share"] is not None]
+    return ("float32 GEMM peak, each measured alone in a process of its own: numpy %.1f GFLOP/s, "
+            "TF %.1f (after the runs: %.1f, %.1f)\n  other processes used %s of the CPU time "
+            "meanwhile" % tuple(rates + [_percent(max(shares)) if shares else "?"]))
 
 
 def parse_result(stdout):
@@ -434,18 +299,22 @@ def worker_command(config, pythons, spec, data, args):
               "--infer-steps", str(args.infer_steps), "--min-seconds", str(args.min_seconds)]
     if config.stack == "torch":
         return torch_command(pythons, spec) + timing
-    return [pythons[config.stack], os.path.abspath(__file__), "--worker", "tf",
+    return [pythons[config.stack], os.path.join(HERE, "peer_tf_worker.py"),
             "--towers", str(config.towers), "--classes", str(spec["classes"])] + \
         (["--xla"] if config.xla else []) + timing
 
 
-def main(argv=None):
+def build_parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="check that it works: 1 repetition of a few steps (not a result)")
     parser.add_argument("--reps", type=int, default=None, help="interleaved repetitions (3)")
     parser.add_argument("--configs", default=",".join(CONFIGS),
                         help="comma-separated subset of %s" % ", ".join(CONFIGS))
+    parser.add_argument("--charsets", default=",".join(CHARSETS),
+                        help="the output layers to time, comma-separated: %s (default: both, "
+                             "a table each)" % "; ".join("%s: %s" % item
+                                                         for item in CHARSETS.items()))
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--infer-batch", type=int, default=64)
     parser.add_argument("--batches", type=int, default=4,
@@ -456,27 +325,22 @@ def main(argv=None):
                         default=os.path.join(ROOT, ".venv-torch", "bin", "python"))
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per worker")
     parser.add_argument("--json", help="write every repetition's figures here")
-    parser.add_argument("--worker", choices=("tf", "spec"), help=argparse.SUPPRESS)
-    parser.add_argument("--towers", type=int, default=1, help=argparse.SUPPRESS)
-    parser.add_argument("--xla", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--classes", type=int, default=37, help=argparse.SUPPRESS)
     add_timing_arguments(parser, defaults=None)
-    args = parser.parse_args(argv)
-    fill_timing(args, QUICK_TIMING if args.quick else FULL_TIMING)
-    if args.worker == "spec":
-        emit(tf_spec(args.data, args.seed))
-        return 0
-    if args.worker == "tf":
-        emit(tf_worker(args))
-        return 0
-    args.reps = args.reps or (1 if args.quick else 3)
+    return parser
 
-    names = [n.strip() for n in args.configs.split(",") if n.strip()]
-    unknown = [n for n in names if n not in CONFIGS]
-    if unknown:
-        parser.error("unknown configuration(s) %s; choose from %s"
-                     % (", ".join(unknown), ", ".join(CONFIGS)))
-    pythons = {"tf2": args.python_tf2, "tf1": args.python_tf1, "torch": args.python_torch}
+
+def chosen(parser, flag, text, known):
+    """The names of the comma-separated ``text`` of ``flag``, each one of ``known``."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        parser.error("%s: unknown %s; choose from %s"
+                     % (flag, ", ".join(unknown) or "(none given)", ", ".join(known)))
+    return names
+
+
+def runnable_configs(names, pythons):
+    """The configurations of ``names`` whose interpreter exists; a line for each skipped."""
     configs = []
     for name in names:
         python = pythons[CONFIGS[name].stack]
@@ -486,22 +350,22 @@ def main(argv=None):
             sys.stderr.write("skipping %s: no interpreter at %s (%s)\n" % (
                 name, python, "make benchmark-peers creates it" if name == PEER
                 else "make venv venv-tf1"))
-    if not configs:
-        sys.stderr.write("error: no configuration can run\n")
-        return 2
-    env = dict(os.environ)
-    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # as `make train`; TF 1.15 ignores it
-    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
+    return configs
 
-    workdir = tempfile.mkdtemp(prefix="peer_benchmark_")
-    reference = os.path.join(workdir, "reference.npz")
-    spec_python = args.python_tf2 if os.access(args.python_tf2, os.X_OK) else args.python_tf1
-    sys.stderr.write("building the TensorFlow model once for its sizes and parameter count\n")
-    spec = run_worker([spec_python, os.path.abspath(__file__), "--worker", "spec",
-                       "--data", reference, "--seed", str(args.seed)], env, args.timeout)
+
+def prepare_charset(charset, configs, pythons, env, workdir, args):
+    """Build the TF model with ``charset``'s output layer once, check the PyTorch twin against
+    it (when it runs) and write the batches: ``(spec, twin check or None, data path)``, or
+    None (with a line on stderr) when either fails."""
+    spec_python = pythons["tf2"] if os.access(pythons["tf2"], os.X_OK) else pythons["tf1"]
+    reference = os.path.join(workdir, "reference-%s.npz" % charset)
+    sys.stderr.write("building the TensorFlow model once for its sizes (charset %s)\n" % charset)
+    spec = run_worker([spec_python, os.path.join(HERE, "peer_tf_worker.py"), "--spec",
+                       reference, "--charset", charset, "--seed", str(args.seed)], env,
+                      args.timeout)
     if spec is None:
         sys.stderr.write("error: could not build the TensorFlow CRNN (see above)\n")
-        return 2
+        return None
     sys.stderr.write("TensorFlow CRNN: %(params)d trainable parameters, %(classes)d classes, "
                      "channels %(channels)s, %(lstm_layers)d BiLSTM layers of %(lstm_units)d\n"
                      % spec)
@@ -514,20 +378,27 @@ def main(argv=None):
                            args.timeout)
         if check is None:
             sys.stderr.write("error: the PyTorch twin is not the TensorFlow model (see above)\n")
-            shutil.rmtree(workdir, ignore_errors=True)
-            return 2
+            return None
         check = check["check"]
     os.remove(reference)
-
-    data = os.path.join(workdir, "batches.npz")
+    data = os.path.join(workdir, "batches-%s.npz" % charset)
     make_data(data, spec["classes"] - 1, args.batch_size, args.batches, args.infer_batch,
               args.seed, height=spec["height"])
-    runs = collections.OrderedDict((c.name, []) for c in configs)
-    load_before, run_started = load_average(), cpu_snapshot(children=True)
+    return spec, check, data
+
+
+def run_repetitions(units, pythons, prepared, env, args):
+    """Every (charset, configuration) of ``units`` run ``args.reps`` times, interleaved;
+    {charset: {config name: [result or None per repetition]}}."""
+    runs = collections.OrderedDict()
+    for charset, config in units:
+        runs.setdefault(charset, collections.OrderedDict())[config.name] = []
     for rep in range(args.reps):
-        shift = rep % len(configs)  # A B C D, B C D A, ...: no configuration always runs first
-        for config in configs[shift:] + configs[:shift]:
-            sys.stderr.write("repetition %d/%d: %s\n" % (rep + 1, args.reps, config.name))
+        shift = rep % len(units)  # A B C D, B C D A, ...: no configuration always runs first
+        for charset, config in units[shift:] + units[:shift]:
+            spec, _, data = prepared[charset]
+            sys.stderr.write("repetition %d/%d: %s, charset %s\n"
+                             % (rep + 1, args.reps, config.name, charset))
             started = time.time()
             result = run_worker(worker_command(config, pythons, spec, data, args), env,
                                 args.timeout)
@@ -540,48 +411,106 @@ def main(argv=None):
                 sys.stderr.write("  train %.1f img/s, infer %.1f img/s, others %s (%.0f s)\n" % (
                     result["train_images_per_s"], result["infer_images_per_s"],
                     _percent(others_share(result.get("cpu"))), result["wall_seconds"]))
-            runs[config.name].append(result)
-    load_after = load_average()
-    shutil.rmtree(workdir, ignore_errors=True)
+            runs[charset][config.name].append(result)
+    return runs
 
-    summary = summarize(runs)
-    timed_windows = add_windows([r.get("cpu") for rs in runs.values() for r in rs if r])
-    per_run = [others_share(r.get("cpu")) for rs in runs.values() for r in rs if r]
-    per_run = [s for s in per_run if s is not None]
-    idle = {"others_share": others_share(timed_windows), "cpus": os.cpu_count(),
+
+def idle_figures(runs, load_before, load_after, run_started):
+    """How idle the machine was over ``runs`` ({charset: {config: [result]}})."""
+    results = [r for per_config in runs.values() for rs in per_config.values() for r in rs if r]
+    per_run = [s for s in (others_share(r.get("cpu")) for r in results) if s is not None]
+    return {"others_share": others_share(add_windows([r.get("cpu") for r in results])),
+            "cpus": os.cpu_count(),
             "load_before": load_before[0] if load_before else None,
             "load_after": load_after[0] if load_after else None,
             "per_run_range": "%s-%s" % (_percent(min(per_run)), _percent(max(per_run)))
-            if per_run else "-"}
-    # The whole run from the parent's view, start-up and graph building of the workers included.
-    idle["others_share_whole_run"] = others_share(cpu_window(run_started,
-                                                             cpu_snapshot(children=True)))
+            if per_run else "-",
+            # The whole run from the parent's view, start-up and graph building included.
+            "others_share_whole_run": others_share(cpu_window(run_started,
+                                                              cpu_snapshot(children=True)))}
+
+
+def print_report(prepared, runs, summaries, idle, peaks, configs, env, args):
+    """The figures on stdout: the model, versions, twin checks, a table per charset, the
+    ratios side by side, the GEMM peak and how idle the machine was."""
+    labels = dict((c.name, c.label) for c in configs)
     versions = collections.OrderedDict(
-        (n, next(r["version"] for r in rs if r)) for n, rs in runs.items() if any(rs))
-    print("CRNN small: %d trainable parameters in TensorFlow (%s)%s; train batch %d, inference "
-          "batch %d, %d threads per process, %d repetition(s)%s" % (
-              spec["params"], spec["tensorflow"],
-              " and in the PyTorch twin" if check else " (PyTorch twin not run)",
-              args.batch_size, args.infer_batch, args.threads, args.reps,
-              " (--quick: a smoke test, not a result)" if args.quick else ""))
+        (n, next(r["version"] for r in rs if r)) for per_config in runs.values()
+        for n, rs in per_config.items() if any(rs))
+    print("CRNN small, train batch %d, inference batch %d, %d threads per process, %d "
+          "repetition(s)%s" % (args.batch_size, args.infer_batch, args.threads, args.reps,
+                               " (--quick: a smoke test, not a result)" if args.quick else ""))
     print("versions: %s; TF_ENABLE_ONEDNN_OPTS=%s" % (
         ", ".join("%s %s" % item for item in versions.items()), env["TF_ENABLE_ONEDNN_OPTS"]))
-    if check:
-        print("twin check: the PyTorch twin with the TF model's initial weights gives its logits "
-              "within %.1e (inference) and %.1e (training), CTC loss %.5f vs %.5f" % (
-                  check["inference"]["logits_max_abs_diff"],
-                  check["training"]["logits_max_abs_diff"], check["training"]["loss"],
-                  check["training"]["tf_loss"]))
-    print(format_table(summary, idle, dict((c.name, c.label) for c in configs)))
+    for charset, (spec, check, _) in prepared.items():
+        print("\n%s classes (%s): %d trainable parameters in TensorFlow (%s)%s" % (
+            "{:,}".format(spec["classes"]), CHARSETS[charset], spec["params"],
+            spec["tensorflow"], " and in the PyTorch twin" if check else
+            " (PyTorch twin not run)"))
+        if check:
+            print("twin check: the PyTorch twin with the TF model's initial weights gives its "
+                  "logits within %.1e (inference) and %.1e (training), CTC loss %.5f vs %.5f" % (
+                      check["inference"]["logits_max_abs_diff"],
+                      check["training"]["logits_max_abs_diff"], check["training"]["loss"],
+                      check["training"]["tf_loss"]))
+        print(format_table(summaries[charset], labels))
+    if len(summaries) > 1 and any(c.name == PEER for c in configs):
+        print("\n" + format_ratios(summaries, dict((c, prepared[c][0]["classes"])
+                                                   for c in prepared)))
+    print("\n" + format_peak(*peaks))
+    print(format_idle(idle))
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    fill_timing(args, QUICK_TIMING if args.quick else FULL_TIMING)
+    args.reps = args.reps or (1 if args.quick else 3)
+    names = chosen(parser, "--configs", args.configs, CONFIGS)
+    charsets = chosen(parser, "--charsets", args.charsets, CHARSETS)
+    pythons = {"tf2": args.python_tf2, "tf1": args.python_tf1, "torch": args.python_torch}
+    configs = runnable_configs(names, pythons)
+    if not configs:
+        sys.stderr.write("error: no configuration can run\n")
+        return 2
+    env = dict(os.environ)
+    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # as `make train`; TF 1.15 ignores it
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
+    peak_python = pythons["tf2"] if os.access(pythons["tf2"], os.X_OK) else pythons["tf1"]
+    peak_settings = dict(python=peak_python, tensorflow=True, repeats=1 if args.quick else 5,
+                         sizes=[256] if args.quick else [1024, 2048, 3072])
+    sys.stderr.write("measuring the float32 GEMM peak alone\n")
+    peaks = [measure_in_subprocess(**peak_settings)]
+
+    workdir = tempfile.mkdtemp(prefix="peer_benchmark_")
+    try:
+        prepared = collections.OrderedDict()
+        for charset in charsets:
+            prepared[charset] = prepare_charset(charset, configs, pythons, env, workdir, args)
+            if prepared[charset] is None:
+                return 2
+        load_before, run_started = load_average(), cpu_snapshot(children=True)
+        runs = run_repetitions([(charset, config) for charset in charsets for config in configs],
+                               pythons, prepared, env, args)
+        load_after = load_average()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    idle = idle_figures(runs, load_before, load_after, run_started)
+    peaks.append(measure_in_subprocess(**peak_settings))  # the load may have changed meanwhile
+    summaries = collections.OrderedDict((c, summarize(runs[c])) for c in charsets)
+    print_report(prepared, runs, summaries, idle, peaks, configs, env, args)
     if args.json:
-        report = {"spec": spec, "twin_check": check, "summary": summary, "runs": runs, "idle": idle,
-                  "settings": dict((k, getattr(args, k)) for k in (
-                      "reps", "batch_size", "infer_batch", "batches", "threads", "seed", "warmup",
-                      "train_steps", "infer_steps", "min_seconds", "quick")),
-                  "machine": {"cpus": os.cpu_count(), "processor":
-                              platform.processor() or platform.machine()}}
-        write_json(args.json, report)
-    failed = [n for n, rs in runs.items() if not all(rs)]
+        write_json(args.json, {
+            "specs": dict((c, p[0]) for c, p in prepared.items()),
+            "twin_checks": dict((c, p[1]) for c, p in prepared.items()),
+            "summaries": summaries, "runs": runs, "idle": idle,
+            "gemm_peak": {"before": peaks[0], "after": peaks[1]},
+            "settings": dict((k, getattr(args, k)) for k in (
+                "reps", "batch_size", "infer_batch", "batches", "threads", "seed", "warmup",
+                "train_steps", "infer_steps", "min_seconds", "quick", "charsets")),
+            "machine": {"cpus": os.cpu_count(),
+                        "processor": platform.processor() or platform.machine()}})
+    failed = [n for per_config in runs.values() for n, rs in per_config.items() if not all(rs)]
     return 1 if failed else 0
 
 
