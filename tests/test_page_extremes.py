@@ -7,7 +7,7 @@ Found and fixed: a blank page printed nothing and said nothing (now a warning na
 one pixel high failed in the line finder without its name (now refused, named, as it is
 loaded); a strip one line high and 20,000 px wide lost its text when straightened (turned by
 0.23 degrees about its centre, its ends left the page: "hello world" read as nothing; now such
-a page is turned onto a larger one)."""
+a page is turned about the centre of its ink)."""
 import os
 
 import numpy as np

@@ -56,7 +56,7 @@ def test_skew_is_measured_to_a_tenth_of_a_degree(real_page, angle):
 
 def test_a_straight_page_is_left_as_it_is(real_page):
     assert abs(estimate_skew(real_page)) < MIN_SKEW
-    page, ink, angle = deskew(real_page, ink_mask(real_page))
+    page, ink, angle, _ = deskew(real_page, ink_mask(real_page))
     assert angle == 0.0 and np.array_equal(np.asarray(page), np.asarray(real_page))
     assert np.array_equal(ink, ink_mask(real_page))
 

@@ -58,10 +58,10 @@ CLEAR_MODEL = 1.25      # how much surer the chosen turn must read than any othe
 SAMPLE_LINES = 4        # the widest lines read upside down too: one batch
 ACROSS, DOWN, ALL_TURNS = (0, 180), (90, 270), (0, 90, 180, 270)
 
-Lines = collections.namedtuple("Lines", ["page", "skew", "boxes", "columns", "crops"])
+Lines = collections.namedtuple("Lines", ["page", "skew", "boxes", "columns", "crops", "pivot"])
 Lines.__doc__ = """The lines of a page turned upright: the straightened page (mode L), the
 angle it was straightened by, the :class:`~crnn_multigpu.ocr.page.LineBox` of every piece on
-it, the column each lies in and its crop."""
+it, the column each lies in, its crop, and the point the page was straightened about."""
 
 
 class UnknownOrientation(ValueError):
@@ -120,7 +120,8 @@ class PageReader(object):
         texts, log_probs, frames = readings
         rows = []
         for pieces in pieces_by_row(lines.boxes).values():
-            read = [Piece(input_box(lines.boxes[i], turn, lines.skew, size, lines.page.size),
+            read = [Piece(input_box(lines.boxes[i], turn, lines.skew, size, lines.page.size,
+                                    lines.pivot),
                           texts[i], confidence(log_probs[i], frames[i]), lines.boxes[i])
                     for i in pieces]
             rows.append(Row(union([piece.box for piece in read]),
@@ -140,7 +141,7 @@ def page_lines(grey, ink, turn=0):
     run column after column, left to right."""
     if turn:  # a quarter or half turn only moves pixels: the mask turns exactly with the page
         grey, ink = grey.rotate(turn, expand=True), np.rot90(ink, turn // 90)
-    page, ink, skew = deskew(grey, ink)
+    page, ink, skew, pivot = deskew(grey, ink)
     boxes, columns, crops = [], [], []
     for column, (left, right) in enumerate(find_columns(ink)):
         column_boxes, column_crops = line_crops(page.crop((left, 0, right, page.height)),
@@ -150,22 +151,31 @@ def page_lines(grey, ink, turn=0):
                                   row=box.row + first_row) for box in column_boxes)
         columns.extend([column] * len(column_boxes))
         crops.extend(column_crops)
-    return Lines(page, skew, boxes, columns, crops)
+    return Lines(page, skew, boxes, columns, crops, pivot)
 
 
-def input_box(box, turn, skew, size, upright_size):
+def input_box(box, turn, skew, size, upright_size, pivot):
     """The ``(x0, y0, x1, y1)`` in the image given (of ``size``) that holds ``box`` (on the page
-    turned counter-clockwise by ``turn`` and then back by ``skew``, of ``upright_size``): its
-    corners turned back about the pages' centres, as ``Image.rotate`` turned the page."""
-    angle = np.radians(skew - turn)  # undo the straightening (by -skew), then the turn
+    of ``upright_size`` turned counter-clockwise by ``turn`` about the pages' centres, as
+    ``Image.rotate`` turns with ``expand``, and then back by ``skew`` about the point
+    ``pivot``): its corners turned back."""
+    centre = np.divide(upright_size, 2.0)
     corners = np.array([[box.left, box.top], [box.right, box.top], [box.left, box.bottom],
-                        [box.right, box.bottom]], dtype=np.float64) - np.divide(upright_size, 2.0)
-    # Turned counter-clockwise on the screen (rows grow downwards), as Image.rotate turns.
-    x = corners[:, 0] * np.cos(angle) + corners[:, 1] * np.sin(angle) + size[0] / 2.0
-    y = -corners[:, 0] * np.sin(angle) + corners[:, 1] * np.cos(angle) + size[1] / 2.0
+                        [box.right, box.bottom]], dtype=np.float64)
+    # Undo the straightening (by -skew about the pivot), then the turn (about the centres).
+    turned = _turned(corners - pivot, skew) + pivot - centre
+    x, y = (_turned(turned, -turn) + np.divide(size, 2.0)).T
     x, y = np.round(x, 6), np.round(y, 6)  # a quarter turn is exact: no float's last bit
     return (max(0, int(np.floor(x.min()))), max(0, int(np.floor(y.min()))),
             min(size[0], int(np.ceil(x.max()))), min(size[1], int(np.ceil(y.max()))))
+
+
+def _turned(points, degrees):
+    """``points`` (rows of x, y about a centre) turned counter-clockwise on the screen by
+    ``degrees`` (rows grow downwards), as ``Image.rotate`` turns."""
+    angle = np.radians(degrees)
+    return np.stack([points[:, 0] * np.cos(angle) + points[:, 1] * np.sin(angle),
+                     -points[:, 0] * np.sin(angle) + points[:, 1] * np.cos(angle)], axis=1)
 
 
 def blank_runs(ink):
