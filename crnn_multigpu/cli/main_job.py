@@ -83,8 +83,6 @@ def main_body(argv=None):
             setattr(args, key, value)
     from crnn_multigpu.datasets.charset import Charset
     charset = Charset.printable_ascii() if args.lines else Charset.default()
-    from crnn_multigpu.runtime.placement import resolve_placement
-    resolve_placement(args.towers)  # crnn-train's refusal, before minutes of rendering
     data_dir, run_dir = os.path.join(args.out, "data"), os.path.join(args.out, "run")
     train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
     render_sets(args, charset, train_dir, val_dir)
@@ -117,9 +115,14 @@ def split_fonts_of(args, charset):
 
 
 def render_sets(args, charset, train_dir, val_dir):
-    """Render the training set (training faces) and the validation set (held-out faces)."""
+    """Render the training set (training faces) and the validation set (held-out faces), once
+    --towers is known to be one crnn-train takes."""
     from crnn_multigpu.datasets.synthetic import make_generator
     train_fonts, heldout_fonts = split_fonts_of(args, charset)
+    # crnn-train's refusal of --towers before minutes of rendering (after the fonts' checks:
+    # listing the GPUs starts CUDA, which logs to stderr on TF 1.15 without GPUs).
+    from crnn_multigpu.runtime.placement import resolve_placement
+    resolve_placement(args.towers)
     if args.lines:
         # Held-out families read held-out prose: neither the faces nor the sentences were seen.
         render(train_dir, lambda: make_generator(charset, train_fonts, lines=True,

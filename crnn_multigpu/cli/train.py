@@ -297,12 +297,14 @@ def train_run(args, charset, model_cls, config, stop):
     if val_set is not None:
         require_a_readable_image(val_set, args.val)
     init_from = warm_start_checkpoint(args, config)
+    check_run_dir(args, config)
+    # After the run folder's checks: listing the GPUs starts CUDA, which on TF 1.15 logs to
+    # stderr (cuInit) on a machine without GPUs, past a bad folder's one error line.
     placement = placement_of(args)
     towers = placement.devices
     if args.batch_size < len(towers):
         raise ValueError("--batch-size %d is smaller than the %d towers; every tower needs at least "
                          "one example" % (args.batch_size, len(towers)))
-    check_run_dir(args, config)  # last: it writes config.json
     mode = input_mode(args)
     tf.set_random_seed(args.seed)
     augment = training_augmentation(args.augment, args.reframe, train_set.height)

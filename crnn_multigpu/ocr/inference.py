@@ -92,7 +92,6 @@ class Recognizer(TextReader):
 
     def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,
                  strategy=None, model_cls=None, language_model=None):
-        placement = resolve_placement(towers)  # refused before anything is read
         config = RunConfig.read(run_dir)
         self.model_cls = model_class.from_config(config, os.path.join(run_dir, CONFIG_NAME),
                                                  model_cls)
@@ -101,6 +100,9 @@ class Recognizer(TextReader):
         self.checkpoint = require_checkpoint(run_dir, checkpoint)
         # beam_width only when a beam search is asked for: a greedy-only class need not take it.
         beam = {"beam_width": beam_width} if beam_width > 1 else {}
+        # After the run's own checks: listing the GPUs starts CUDA, which on TF 1.15 logs to
+        # stderr (cuInit) on a machine without GPUs, past a bad run's one error line.
+        placement = resolve_placement(towers)
         self.graph = tf.Graph()
         with self.graph.as_default():
             saver = self._build(run_dir, placement.devices, strategy, beam)
