@@ -20,6 +20,16 @@ def assert_step_refused_changing_nothing(session, step, feed_dict):
         np.testing.assert_array_equal(new, old, err_msg=variable.op.name)
 
 
+def assert_refused_by_value(session, wrapper, feed_dict):
+    """Running ``wrapper.train_op`` on a step that must be refused raises nothing, the
+    ``step_refused`` fetched with it is True, and every global variable keeps its value."""
+    variables = tf.global_variables()
+    before = session.run(variables)
+    assert session.run([wrapper.train_op, wrapper.step_refused], feed_dict)[1]
+    for variable, old, new in zip(variables, before, session.run(variables)):
+        np.testing.assert_array_equal(new, old, err_msg=variable.op.name)
+
+
 def start(wrapper, make_session):
     """A session from ``make_session()`` with every variable initialised and the wrapper's
     post-init op run (replicas equal, a new accumulation cycle)."""

@@ -25,7 +25,8 @@ import os
 import numpy as np
 import pytest
 
-from assertions import assert_step_refused_changing_nothing, load_values, read_values
+from assertions import (assert_refused_by_value, assert_step_refused_changing_nothing,
+                        load_values, read_values)
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.wrapper import layers, precision
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
@@ -171,7 +172,9 @@ def test_overflow_is_skipped_and_the_scale_halves_then_doubles(make_session):
     scale, good_steps = wrapper.precision.scale, wrapper.precision.good_steps
 
     def step(batch):
-        session.run(wrapper.objective, wrapper.feed_dict(wrapper.split(batch)))
+        # An overflow is skipped by the policy itself: not a refused step.
+        assert not session.run([wrapper.objective, wrapper.step_refused],
+                               wrapper.feed_dict(wrapper.split(batch)))[1]
         return session.run([scale, good_steps, wrapper.global_step])
 
     assert step(toy_batch(seed=1)) == [16.0, 1, 1]
@@ -196,8 +199,9 @@ def test_nonfinite_at_the_minimum_scale_is_the_ordinary_error(make_session):
     batch = toy_batch()
     batch["y"][0, 0] = np.nan  # not an overflow: scaling cannot cure it
     # The loss scale is not halved either: the step is refused, not skipped.
-    assert_step_refused_changing_nothing(session, wrapper.objective,
-                                         wrapper.feed_dict(wrapper.split(batch)))
+    feed = wrapper.feed_dict(wrapper.split(batch))
+    assert_refused_by_value(session, wrapper, feed)
+    assert_step_refused_changing_nothing(session, wrapper.objective, feed)
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -27,6 +27,7 @@ from crnn_multigpu.datasets.augment import training_augmentation
 from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.wrapper.devices import close_session
 from crnn_multigpu.ocr.validation import ValidationReader
+from crnn_multigpu.wrapper.feeding import FedInput, StepInput
 from crnn_multigpu.wrapper.precision import NAMES as PRECISIONS
 from crnn_multigpu.wrapper.towers import MultiGpuModel
 from crnn_multigpu.runtime.placement import resolve_placement
@@ -302,21 +303,17 @@ def train_run(args, charset, model_cls, config, stop):
     # stderr (cuInit) on a machine without GPUs, past a bad folder's one error line.
     placement = placement_of(args)
     towers = placement.devices
-    if args.batch_size < len(towers):
-        raise ValueError("--batch-size %d is smaller than the %d towers; every tower needs at least "
-                         "one example" % (args.batch_size, len(towers)))
     mode = input_mode(args)
     tf.set_random_seed(args.seed)
     augment = training_augmentation(args.augment, args.reframe, train_set.height)
     batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config.image_width,
                           seed=args.seed, augment=augment, bucket=args.bucket,
                           width_multiple=model_cls.DOWNSAMPLE)
-    wrapper = build_towers(args, model_cls, config, placement,
-                           batches if mode == "dataset" else None)
+    data = (StepInput if mode == "dataset" else FedInput)(batches)  # the one hand-over
+    wrapper = build_towers(args, model_cls, config, placement, data)
     validate = ValidationReader(wrapper, val_set, charset, config.image_width, model_cls,
                                 args.validate_max) if val_set else None
-    trainer = build_trainer(args, wrapper, batches if mode == "feed" else None, validate,
-                            init_from)
+    trainer = build_trainer(args, wrapper, validate, init_from)
     sys.stderr.write("training %s on %d tower(s): %s (%s); %d training images, batch %d%s, "
                      "%d steps, input %s, augmentation %s%s\n"
                      % (config.model_class, len(towers), ", ".join(towers),
@@ -330,8 +327,8 @@ def train_run(args, charset, model_cls, config, stop):
 
 
 def build_towers(args, model_cls, config, placement, batches):
-    """The MultiGpuModel of the arguments on ``placement``'s towers; feed-free when ``batches``
-    (the step source its own input pipelines read) is given."""
+    """The MultiGpuModel of the arguments on ``placement``'s towers, fed by the input
+    ``batches`` (``feeding.StepInput`` or ``FedInput``)."""
     schedule = StepDecay(args.lr, args.steps)
 
     def optimizer(global_step):
@@ -348,15 +345,13 @@ def build_towers(args, model_cls, config, placement, batches):
     return wrapper
 
 
-def build_trainer(args, wrapper, batch_for_step, validate, init_from):
-    """The Trainer of the arguments: fed from ``batch_for_step``, or feed-free when it is None
-    (the wrapper's own input feeds the towers, started where the restored global step says)."""
-    feed = None if batch_for_step is not None else {
-        m.training: True for m in wrapper.models if getattr(m, "training", None) is not None}
+def build_trainer(args, wrapper, validate, init_from):
+    """The Trainer of the arguments; the wrapper's own input feeds the towers."""
+    feed = {m.training: True for m in wrapper.models if getattr(m, "training", None) is not None}
     # On a cluster the Saver's file writes run where its ops are placed: pin them to
     # worker 0 (the chief's machine) so checkpoints land in this --out on both TF stacks.
     with tf.device("/job:worker/task:0/cpu:0" if args.cluster else None):
-        return Trainer(wrapper, batch_for_step, args.out,
+        return Trainer(wrapper, None, args.out,
                        checkpoint_every=args.checkpoint_every, log_every=args.log_every,
                        validate_every=args.validate_every, validate=validate,
                        on_nonfinite=args.on_nonfinite, feed=feed, init_from=init_from)

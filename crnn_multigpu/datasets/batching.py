@@ -1,5 +1,5 @@
 """Padding samples into batches, epoch ordering, and background prefetching (``prefetch``: the
-wrapper's ``host_prefetch``, through which the trainer feeds too)."""
+wrapper's ``host_prefetch``, through which a fed input makes its batches too)."""
 import collections
 
 import numpy as np

@@ -7,7 +7,8 @@ degradation of a sample is drawn from (seed, step, its slot in the batch).
 
 ``StepBatches`` (a dataset) and ``ArrayBatches`` (padded arrays in memory) are step sources
 as ``crnn_multigpu.wrapper.feeding`` defines them: ``MultiGpuModel(..., batches=source)``
-feeds its towers from one, and the trainer's feed_dict path calls one.
+feeds its towers from one without feeding, ``batches=feeding.FedInput(source)`` through
+``feed_dict``.
 """
 import collections
 import logging

@@ -1,21 +1,15 @@
 """A thin training loop around a built MultiGpuModel.
 
-Graph building lives in ``towers``; this module only runs steps: it pulls the
-batch for each global step (so a resumed run sees the same data order), feeds
-the towers, reports progress, saves checkpoints, validates, and turns SIGINT /
-SIGTERM and non-finite losses into a clean stop that loses nothing.
-
-Feed-free mode (``batch_for_step=None``): the wrapper was built with ``batches=`` (a step
-source, ``wrapper.feeding``), so its ``input``'s ``tf.data`` pipelines yield the batch of each
-global step themselves, starting where the restored global step says; each step then only
-runs ``objective`` (with the small constant ``feed``, e.g. ``training=True``).
+Graph building lives in ``towers``; this module only runs steps: it asks the wrapper's input
+(``wrapper.feeding``: fed or feed-free, one path here) for each run's feed at each global step
+(so a resumed run sees the same data order), reports progress, saves checkpoints, validates,
+and turns SIGINT / SIGTERM and non-finite steps into a clean stop that loses nothing.
 
 Gradient accumulation (a wrapper built with ``accumulate_steps=k``): one step is ``k`` runs
-of ``objective``, on the batches of micro-steps ``k * step`` .. ``k * step + k - 1``; steps,
+of ``train_op``, on the batches of micro-steps ``k * step`` .. ``k * step + k - 1``; steps,
 progress, summaries, checkpoints and validation all count optimizer steps, and checkpoints
 fall between them, so a resumed run repeats an interrupted step from its first micro-batch.
 """
-import itertools
 import logging
 import os
 import signal
@@ -27,9 +21,7 @@ from contextlib import nullcontext
 
 from crnn_multigpu.runtime.checkpoints import CheckpointSaver, NonFiniteStateError, WarmStart
 from crnn_multigpu.compat import tf
-from crnn_multigpu.wrapper.host_prefetch import prefetch
-from crnn_multigpu.wrapper.sharding import batch_size
-from crnn_multigpu.wrapper.towers import NONFINITE_MESSAGE
+from crnn_multigpu.wrapper.feeding import FedInput
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +129,8 @@ def _stderr_line(text):
 class _ProgressWindow(object):
     """Images trained and time spent waiting for batches since the last progress line.
 
-    Input wait is the time blocked on the prefetcher's queue. A feed-free pipeline waits
-    inside ``session.run``, where no clock outside TF can tell waiting from computing (TF
+    Input wait is the time the input says the host blocked for batches. A feed-free pipeline
+    waits inside ``session.run``, where no clock outside TF can tell waiting from computing (TF
     1.15's ``prefetch_to_device`` even blocks on refilling its buffer), so it has none.
     """
 
@@ -149,13 +141,6 @@ class _ProgressWindow(object):
     def _restart(self):
         self.start, self.images, self.wait = time.time(), 0, 0.0
 
-    def wait_for(self, batches):
-        """The next item of ``batches``, its waiting time counted."""
-        waited = time.time()
-        item = next(batches)
-        self.wait += time.time() - waited
-        return item
-
     def close(self):
         """``(images/s, share of time waiting or None)`` of the window; a new one starts."""
         seconds = max(time.time() - self.start, 1e-9)
@@ -165,40 +150,35 @@ class _ProgressWindow(object):
 
 
 class Trainer(object):
-    """Run ``wrapper.objective`` for a number of global steps with checkpoints and progress.
+    """Run ``wrapper.train_op`` for a number of global steps with checkpoints and progress.
 
     Args:
       wrapper: a built ``MultiGpuModel``.
-      batch_for_step: ``f(step) -> batch`` (a whole batch; the trainer splits it per tower),
-        or None: feed-free, the wrapper's ``input`` (built from its ``batches``) provides the
-        data. Accumulating ``k`` micro-batches per step, ``f`` is called with micro-steps
-        (``k * step + i``).
+      batches: None: the wrapper's own ``input`` (``MultiGpuModel(..., batches=)``, fed or
+        feed-free) gives each run's data; or a step source ``f(step) -> batch`` (a whole
+        batch) for a wrapper without one, fed through its placeholders (a
+        ``feeding.FedInput``). Accumulating ``k`` micro-batches per step, sources are called
+        with micro-steps (``k * step + i``).
       run_dir: where checkpoints (``checkpoints/``) and summaries (``logs/``) go.
       checkpoint_every / log_every / validate_every: intervals in steps (0 disables).
       validate: optional ``f(session, step) -> dict`` of validation figures.
       on_nonfinite: 'stop' (raise NonFiniteLossError; variables untouched) or 'skip' the batch.
       is_chief: only the chief writes checkpoints and summaries.
       feed: a constant ``{tensor: value}`` added to every training step (e.g. each CRNN
-        tower's ``training: True`` in feed-free mode).
+        tower's ``training: True``; a fed batch's own feed overrides it).
       init_from: a checkpoint prefix whose model weights a run without checkpoints starts
         from (``checkpoints.WarmStart``); a run that resumes takes its own checkpoint instead.
     """
 
-    def __init__(self, wrapper, batch_for_step, run_dir, checkpoint_every=500, log_every=50,
+    def __init__(self, wrapper, batches, run_dir, checkpoint_every=500, log_every=50,
                  validate_every=0, validate=None, on_nonfinite="stop", is_chief=True,
                  summary_every=100, stream=None, feed=None, init_from=None):
         if on_nonfinite not in ("stop", "skip"):
             raise ValueError("on_nonfinite must be 'stop' or 'skip', got %r" % (on_nonfinite,))
         self.wrapper = wrapper
-        self.batch_for_step = batch_for_step
         self.feed = dict(feed or {})
         self.stopped_by = None  # the signal number when SIGINT/SIGTERM ended train()
-        # Feed-free: the input the wrapper built from a step source (another input_fn, e.g. the
-        # function style's in-graph split of fed tensors, needs a batch_for_step to feed).
-        self.input = wrapper.input
-        if batch_for_step is None and self.input is None:
-            raise ValueError("Trainer without batch_for_step needs a wrapper built with "
-                             "batches= (a step source), whose input feeds the towers")
+        self.input = self._input_of(wrapper, batches)
         self.accumulate = wrapper.accumulate_steps
         self.run_dir = run_dir
         self.checkpoint_every, self.log_every = checkpoint_every, log_every
@@ -215,14 +195,32 @@ class Trainer(object):
         self.skipped_steps = []
         # A skipped batch still advances the global step, which keys the data order.
         self._skip_op = tf.assign_add(wrapper.global_step, 1) if on_nonfinite == "skip" else None
-        # Micro-batches before a step's last only accumulate; the last one applies the step
-        # and reports its loss (the mean over all micro-batches).
-        self._micro_fetches = {"train": wrapper.objective}
-        self._step_fetches = {"train": wrapper.objective, "loss": wrapper.step_loss}
+        # Micro-batches before a step's last only accumulate; the last one applies the step,
+        # says whether it was refused as non-finite and reports its loss (the mean over all
+        # micro-batches).
+        self._micro_fetches = {"train": wrapper.train_op}
+        self._step_fetches = {"train": wrapper.train_op, "loss": wrapper.step_loss}
+        if wrapper.step_refused is not None:
+            self._step_fetches["refused"] = wrapper.step_refused
         if wrapper.error is not None:
             self._step_fetches["error"] = wrapper.step_error
-        if batch_for_step is None and wrapper.batch_size is not None:
+        if wrapper.batch_size is not None:  # the examples a run took, counted in the graph
             self._step_fetches["images"] = self._micro_fetches["images"] = wrapper.batch_size
+
+    @staticmethod
+    def _input_of(wrapper, batches):
+        """The input that feeds the steps: the wrapper's own, or a fed one of ``batches``."""
+        if batches is None:
+            if wrapper.input is None:
+                raise ValueError("Trainer(wrapper, None, ...) needs a wrapper built with batches= "
+                                 "(an input or a step source), or a step source to feed")
+            return wrapper.input
+        if wrapper.input is not None:
+            raise ValueError("the wrapper has its own input (built with batches=); pass None "
+                             "for the Trainer's batches")
+        fed = FedInput(batches)
+        fed.setup(wrapper)
+        return fed
 
     def restore_or_initialize(self, session, resume):
         """Initialise variables, restore the latest checkpoint when resuming, then run the
@@ -251,17 +249,15 @@ class Trainer(object):
         step = self.restore_or_initialize(session, resume)
         if self.is_chief:
             self.writer = tf.summary.FileWriter(self.run_dir + "/logs", session.graph)
-        feed_free = self.batch_for_step is None
-        # The batches of the coming steps are made ahead, on a thread, while this one runs.
-        batches = None if feed_free else prefetch(
-            (s, self.batch_for_step(s)) for s in itertools.count(step * self.accumulate))
-        window, last = _ProgressWindow(measures_wait=not feed_free), {}
+        # A fed input makes the batches of the coming steps ahead, on a thread, from here on.
+        self.input.start(step)
+        window, last = _ProgressWindow(measures_wait=self.input.measures_wait), {}
         try:
             with StopRequested(self.run_dir) if stop is None else nullcontext(stop) as stop:
                 stop.nothing_to_save("at step %d, before it completed: nothing to save; run "
                                      "the same command again" % step)
                 while step < steps and not stop:
-                    ran = self._optimizer_step(session, step, batches, last, window)
+                    ran = self._optimizer_step(session, step, last, window)
                     step += 1
                     stop.nothing_to_save(None)  # (a skipped batch advanced the step too)
                     if ran:
@@ -283,8 +279,7 @@ class Trainer(object):
             self._save_after_error(session, step)
             raise
         finally:
-            if batches is not None:
-                batches.close()
+            self.input.close()
             if self.writer is not None:
                 self.writer.flush()
         if self.saver and step > 0:
@@ -295,29 +290,26 @@ class Trainer(object):
         self.stopped_by = stop.signal_number  # the shell convention: exit code 128 + signal
         return step
 
-    def _optimizer_step(self, session, step, batches, last, window):
-        """The ``accumulate`` runs of global step ``step``, one per micro-batch (fed from
-        ``batches``, or feed-free when it is None); whether the step was applied. The last
-        run's results land in ``last``; images and input wait are counted in ``window``."""
-        k, wrapper, images = self.accumulate, self.wrapper, 0
-        for micro in range(k):
+    def _optimizer_step(self, session, step, last, window):
+        """The ``accumulate`` runs of global step ``step``, one per micro-batch of the input;
+        whether the step was applied. The last run's results land in ``last``; images and
+        input wait are counted in ``window``."""
+        k, images = self.accumulate, 0
+        for micro, batch in enumerate(self.input.micro_batches(step)):
+            window.wait += batch.waited
             feed = dict(self.feed)
-            if batches is not None:
-                batch_step, batch = window.wait_for(batches)
-                assert batch_step == step * k + micro, \
-                    "batch for micro-step %d arrived at micro-step %d" % (batch_step, step * k + micro)
-                feed.update(wrapper.feed_dict(wrapper.split(batch)))
+            feed.update(batch.feed)
             want = dict(self._step_fetches if micro == k - 1 else self._micro_fetches)
             if micro == k - 1 and self.writer is not None and \
                     self.summary_every and step % self.summary_every == 0:
-                want["summary"] = wrapper.summary_op
-            # Only a step's last run can be non-finite (the step is judged whole).
-            ran = self._run_step(session, want, feed, step, last)
-            images += batch_size(batch) if batches is not None else \
-                int(last.get("images", self.input.batch_size))
-        if ran:
-            window.images += images
-        return ran
+                want["summary"] = self.wrapper.summary_op
+            results = self._run_step(session, want, feed, step)
+            if results is None:  # refused: only a step's last run can be (it is judged whole)
+                return False
+            last.update(results)
+            images += int(results.get("images", batch.examples))
+        window.images += images
+        return True
 
     def _save_after_error(self, session, step):
         """Keep the steps done before an error, without hiding that error: failures are logged."""
@@ -327,30 +319,30 @@ class Trainer(object):
             except NonFiniteStateError as error:
                 log.error("%s", error)
 
-    def _run_step(self, session, fetches, feed, step, last):
+    def _run_step(self, session, fetches, feed, step):
+        """The results of one run of ``fetches``, or None when the wrapper refused its step as
+        non-finite (it changed nothing): then training stops or, by the policy, skips it."""
         try:
-            # A feed-free run takes one element of every tower's pipeline even when it fails:
-            # a skipped step advances the input and the global step alike.
-            last.update(session.run(fetches, feed))
-            return True
-        except tf.errors.OpError as error:
-            nonfinite = isinstance(error, tf.errors.InvalidArgumentError) and \
-                NONFINITE_MESSAGE in str(error)
-            if not nonfinite:
-                source_error = self.input.source_error() if self.input else None
-                if source_error is not None:
-                    raise source_error  # the data source's own exception, e.g. bad images
-                raise
-            if self.on_nonfinite == "stop":
-                raise NonFiniteLossError(
-                    "step %d: the loss or a gradient is NaN/Inf; no variable was changed and the "
-                    "last checkpoint is intact. Lower the learning rate, enable clipping, or "
-                    "check the data; --on-nonfinite skip skips such batches." % step)
-            session.run(self._skip_op)
-            self.skipped_steps.append(step)
-            log.warning("step %d: non-finite loss or gradient, batch skipped (%d so far)",
-                        step, len(self.skipped_steps))
-            return False
+            # A feed-free run takes one element of every tower's pipeline, also when its step
+            # is refused: a skipped step advances the input and the global step alike.
+            results = session.run(fetches, feed)
+        except tf.errors.OpError:
+            source_error = self.input.source_error()
+            if source_error is not None:
+                raise source_error  # the data source's own exception, e.g. bad images
+            raise
+        if not results.pop("refused", False):
+            return results
+        if self.on_nonfinite == "stop":
+            raise NonFiniteLossError(
+                "step %d: the loss or a gradient is NaN/Inf; no variable was changed and the "
+                "last checkpoint is intact. Lower the learning rate, enable clipping, or "
+                "check the data; --on-nonfinite skip skips such batches." % step)
+        session.run(self._skip_op)
+        self.skipped_steps.append(step)
+        log.warning("step %d: non-finite loss or gradient, batch skipped (%d so far)",
+                    step, len(self.skipped_steps))
+        return None
 
     def _validate(self, session, step):
         figures = self.validate(session, step)

@@ -10,10 +10,17 @@ graph; it decides nothing about placement, so it composes with any placement str
   Gradients flow back through the cast, so they arrive float32 at the master variable.
   Non-trainable variables (moving statistics, counters) are handed over as they are.
 - ``scale_loss(loss)`` / ``unscale(grads_and_vars)``: dynamic loss scaling (float16 only).
-- ``guard(finite, data)``: a :class:`Gate`, whose ``op`` every state change of a step waits for.
+- ``guard(finite, data)``: a :class:`Gate`, whose ``op`` every state change of a step waits for
+  and whose ``refused`` says that the step was refused as non-finite.
 - ``finish(finite, global_step, gate)``: extra ops of the step (the loss-scale update); ``gate``
   is what ``guard`` returned (None when the step is not checked), so a policy keeps no state
   between the two hooks.
+
+Gates are built from ``Switch`` outputs that are dead when a step must not change anything: TF's
+executor does not run an op with a dead input (this is how graph-mode ``tf.cond`` gates its
+branches; ``tf.cond`` itself cannot gate update ops that were built inside the towers, outside
+the cond), and a target op that is dead simply does not run, without an error. So a refused
+step runs to its end and changes nothing, and the caller reads ``refused`` in the same run.
 
 Models then compute in the dtype of the variables they read; ``layers`` does so and
 keeps float32 where precision matters (batch-norm moments and normalisation); ``CRNN``
@@ -31,10 +38,17 @@ from crnn_multigpu.compat import tf
 
 __all__ = ["Float32", "Gate", "MixedBFloat16", "MixedFloat16", "get", "NAMES"]
 
-# What a policy's guard built: ``op``, the op every state change of the step waits for;
-# ``check``, the assertion that fails the step; ``skipped``, an op alive only in a step that
-# is skipped (None for a policy that never skips).
-Gate = collections.namedtuple("Gate", "op check skipped")
+# What a policy's guard built: ``op``, alive (run) only when the step applies: every state
+# change of the step waits for it; ``accepted``, alive unless the step is refused; ``skipped``,
+# alive only in a step the policy skips itself (None for a policy that never skips);
+# ``refused``, a boolean scalar, True when the step was refused as non-finite (nothing
+# changed); ``check``, an assertion that fails a refused step, for callers who want an error.
+Gate = collections.namedtuple("Gate", "op accepted skipped refused check")
+
+
+def _alive_when(condition, name):
+    """An op that runs only in a run where the boolean scalar ``condition`` is true."""
+    return tf.identity(tf.raw_ops.Switch(data=condition, pred=condition)[1], name=name).op
 
 
 class Float32(object):
@@ -67,11 +81,12 @@ class Float32(object):
     def guard(self, finite, data):
         """The :class:`Gate` of the step.
 
-        Here: an assertion that fails the step, before any variable changes, when
-        ``finite`` is false; its error message is ``data``.
+        Here: a non-finite step is refused; ``check`` fails it with the message ``data``.
         """
-        check = tf.Assert(finite, data, name="check_finite")
-        return Gate(op=check, check=check, skipped=None)
+        applies = _alive_when(finite, "when_finite")
+        return Gate(op=applies, accepted=applies, skipped=None,
+                    refused=tf.logical_not(finite, name="step_refused"),
+                    check=tf.Assert(finite, data, name="check_finite"))
 
     def finish(self, finite, global_step, gate):
         """Extra ops to run with the step (here: none)."""
@@ -134,17 +149,15 @@ class MixedFloat16(_Mixed):
     beta powers) or moving statistic changes, the global step advances (the batch is
     consumed, as with the trainer's ``on_nonfinite='skip'``) - and the scale is halved. After
     ``growth_steps`` finite steps in a row it is doubled. The skip is built on the wrapper's
-    non-finite guard: the guard the update ops and the optimizer wait for is a
-    ``Switch`` on ``finite`` whose true output is dead when ``finite`` is false, and TF's
-    executor does not run an op with a dead input (this is how graph-mode ``tf.cond``
-    gates its branches; ``tf.cond`` itself cannot gate update ops that were built inside
-    the towers, outside the cond). Running ``objective`` is unchanged for the caller: a
-    target op that is dead in a skipped step simply does not run, without an error.
+    non-finite guard: the guard the update ops and the optimizer wait for is dead when
+    ``finite`` is false (see the module docstring). Running ``objective`` is unchanged for the
+    caller: a target op that is dead in a skipped step simply does not run, without an error.
 
     The scale never drops below ``min_scale`` (1): a non-finite gradient at that scale is not
     an overflow that scaling can cure (a NaN in the data, a diverged model), so the step
-    then fails with the wrapper's ordinary non-finite error, before anything changes, and
-    the trainer's ``on_nonfinite`` policy applies.
+    is then refused as a float32 one is (``objective`` fails with the wrapper's ordinary
+    non-finite error), before anything changes, and the trainer's ``on_nonfinite`` policy
+    applies.
 
     The scale and the count of finite steps are variables (``loss_scale/scale``,
     ``loss_scale/good_steps``) on the variable device, saved in checkpoints: a resumed run
@@ -197,15 +210,17 @@ class MixedFloat16(_Mixed):
         return unscaled
 
     def guard(self, finite, data):
-        """A gate alive (its op runs) only when ``finite``; fails the step only at the minimum
-        scale."""
+        """A gate alive (its op runs) only when ``finite``; refuses the step only at the
+        minimum scale, and skips it otherwise."""
         curable = tf.logical_or(finite, self.scale > self.min_scale)
-        check = tf.Assert(curable, data + ["at the minimum loss scale", self.scale],
-                          name="check_finite")
-        with tf.control_dependencies([check]):
+        accepted = _alive_when(curable, "when_curable")
+        with tf.control_dependencies([accepted]):
             when_not, when_finite = tf.raw_ops.Switch(data=finite, pred=finite)
-        return Gate(op=tf.identity(when_finite, name="when_finite").op, check=check,
-                    skipped=tf.identity(when_not, name="when_not_finite").op)
+        return Gate(op=tf.identity(when_finite, name="when_finite").op, accepted=accepted,
+                    skipped=tf.identity(when_not, name="when_not_finite").op,
+                    refused=tf.logical_not(curable, name="step_refused"),
+                    check=tf.Assert(curable, data + ["at the minimum loss scale", self.scale],
+                                    name="check_finite"))
 
     def finish(self, finite, global_step, gate):
         """Update the scale; on a skipped step advance the global step (the optimizer did not)."""
@@ -216,7 +231,7 @@ class MixedFloat16(_Mixed):
             new_scale = tf.where(grow, self.scale * 2.0, tf.where(finite, self.scale, halved))
             new_good = tf.where(tf.logical_and(finite, tf.logical_not(grow)), good,
                                 tf.zeros_like(good))
-            with tf.control_dependencies([gate.check]):
+            with tf.control_dependencies([gate.accepted]):
                 update = tf.group(tf.assign(self.scale, new_scale),
                                   tf.assign(self.good_steps, new_good), name="update")
             with tf.control_dependencies([gate.skipped]):

@@ -46,17 +46,22 @@ def shard_sizes(n_examples, n_shards):
     return [base + 1 if i < extra else base for i in range(n_shards)]
 
 
+def check_shards(n_examples, n_shards, name):
+    """Raise ValueError unless batches of ``n_examples`` give each of ``n_shards`` towers an
+    example: an empty shard would make its tower's mean loss (and batch norm) undefined. The one
+    check of it, wherever batches meet towers; ``name`` says which size it is in the message."""
+    if n_examples < n_shards:
+        raise ValueError("%s %d is smaller than the %d towers: every tower needs at least one "
+                         "example, so use at least %d" % (name, n_examples, n_shards, n_shards))
+
+
 def split_batch(batch, n_shards):
     """Split ``batch`` into ``n_shards`` shards of the same type, sizes differing by at most one.
 
-    Raises ValueError when there are fewer examples than shards: an empty shard
-    would make its tower's mean loss (and batch norm) undefined.
+    Raises ValueError when there are fewer examples than shards (``check_shards``).
     """
     n = batch_size(batch)
-    if n < n_shards:
-        raise ValueError("the batch has %d example(s) but there are %d towers: every tower needs at "
-                         "least one. Use a batch size of at least %d, or drop/merge this last batch."
-                         % (n, n_shards, n_shards))
+    check_shards(n, n_shards, "the batch's size")
     names, values, rebuild = _fields(batch)
     bounds = np.cumsum([0] + shard_sizes(n, n_shards))
     shards = []

@@ -23,7 +23,7 @@ from crnn_multigpu.wrapper import strategies
 from crnn_multigpu.wrapper import precision as precisions
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import tower_devices
-from crnn_multigpu.wrapper.feeding import StepInput
+from crnn_multigpu.wrapper.feeding import Input, StepInput
 from crnn_multigpu.wrapper.function_style import FunctionTower, WholeBatch
 from crnn_multigpu.wrapper.tower_builder import TowerBuilder
 from crnn_multigpu.wrapper.tower_context import TowerGroup
@@ -56,8 +56,9 @@ class MultiGpuModel(object):
       variable_device: where the single copy of the variables lives (default: host CPU);
         short for ``strategy=ParameterServer(device=variable_device)``.
       clip_norm: clip the averaged gradients to this global norm (None: no clipping).
-      check_finite: make ``objective`` fail, before any variable changes, when the
-        loss or a gradient is NaN/Inf (the error message contains NONFINITE_MESSAGE).
+      check_finite: refuse a step whose loss or a gradient is NaN/Inf: nothing changes,
+        ``objective`` fails (the error message contains NONFINITE_MESSAGE), and ``train_op``
+        runs to its end while ``step_refused`` says so.
       gradient_processors: functions ``grads_and_vars -> grads_and_vars`` applied in order to
         the tower-averaged gradients, before clipping (e.g. a cross-process all-reduce); under
         ``Replicated`` once per tower's copy.
@@ -76,20 +77,24 @@ class MultiGpuModel(object):
       accumulate_steps: micro-batches per optimizer step (``accumulation``): each run of
         ``objective`` feeds one micro-batch and every ``accumulate_steps``-th run also applies
         the step, with the gradient of all their examples (exactly weighted). 1: none.
-      batches: optional feed-free input from a step source (``feeding``: ``batches(step)`` is
-        the global batch of a step; it has ``batch_size`` and ``signature``). The wrapper
-        builds ``input``, a ``feeding.StepInput`` over its own devices and accumulate_steps,
-        and passes every tower its shard's tensors as ``inputs=`` (as ``input_fn`` does).
+      batches: optional input (``feeding``): an input object (``feeding.FedInput`` or
+        ``StepInput``), or a step source (``batches(step)`` is the global batch of a step; it has
+        ``batch_size`` and ``signature``), which becomes a feed-free ``feeding.StepInput``. The
+        wrapper sets it up as ``input`` over its own devices and accumulate_steps; a feed-free
+        one gives every tower its shard's tensors as ``inputs=`` (as ``input_fn`` does).
       **model_kwargs: passed to ``model_cls``.
 
     After building: ``variables`` (the plain-named trainable variables), ``model_variables``
     (every variable of the plain model), ``savable_variables`` (what a checkpoint holds:
     ``tf.train.Saver(var_list=wrapper.savable_variables)``) and ``post_init_op`` (run it after
     initialising or restoring: it makes replicas equal to the plain copy, starts a new
-    accumulation cycle and starts ``input`` at the global step). ``input`` is the feed-free
-    input built from ``batches`` (None without). ``step_loss`` and ``step_error`` are ``loss``
-    and ``error`` averaged over the micro-batches of the current optimizer step so far (the same
-    tensors without accumulation).
+    accumulation cycle and starts ``input`` at the global step). ``input`` is the input set up
+    from ``batches`` (None without). ``step_loss`` and ``step_error`` are ``loss`` and ``error``
+    averaged over the micro-batches of the current optimizer step so far (the same tensors
+    without accumulation). ``train_op`` is ``objective`` without its failure: a refused step
+    runs and changes nothing, and the boolean ``step_refused``, fetched in the same run, says
+    it was refused (None with ``check_finite=False``; accumulating, computed only on a step's
+    last micro-batch). The trainer runs these.
     """
 
     model_cls = None
@@ -131,16 +136,41 @@ class MultiGpuModel(object):
                  variable_device=None, clip_norm=None, check_finite=True, input_fn=None,
                  gradient_processors=(), strategy=None, train=True, xla=False,
                  precision="float32", accumulate_steps=1, batches=None, **model_kwargs):
-        model_cls = model_cls or type(self).model_cls
-        if model_cls is None:
+        self.model_cls = model_cls or type(self).model_cls
+        if self.model_cls is None:
             raise TypeError("MultiGpuModel needs a model class: MultiGpuModel(MyModel, ...) or a "
                             "subclass with `model_cls = MyModel`")
-        self.model_cls = model_cls
+        self.xla = xla
+        self._resolve_devices(n_gpus, devices, strategy, variable_device)
+        self._prepare_step(train, precision, check_finite, accumulate_steps)
+        self._build_towers(model_kwargs, train, self._attach_input(batches, input_fn))
+        self._aggregate_outputs()
+        self.optimizer = self.objective = self.train_op = self.step_refused = None
+        self.summary_op = self.grads_and_vars = self.gradient_norm = None
+        self.gradient_processors = list(gradient_processors or ())
+        if train:
+            self.optimizer = self._make_optimizer(optimizer)
+            tower_grads = self._tower_gradients()
+            with tf.name_scope("multi_gpu"):
+                groups = self._combine_gradients(tower_grads, clip_norm)
+                guards, finite, gate = self._guard_step(groups[0][0], check_finite)
+            self._build_update(groups, guards, finite, gate)
+            self.summary_op = self._summaries()
+        self._finish()
+
+    # -- graph building, in the order __init__ calls it ---------------------
+
+    def _resolve_devices(self, n_gpus, devices, strategy, variable_device):
+        """The tower devices and the placement strategy set up on them."""
         self.devices = tower_devices(n_gpus, devices)
         self.strategy = strategies.resolve(strategy, variable_device)
         self.strategy.setup(self.devices)
         # Where the wrapper's own small ops go (loss mean, global step, loss scale).
         self.variable_device = self.strategy.central_device
+
+    def _prepare_step(self, train, precision, check_finite, accumulate_steps):
+        """The precision policy, the accumulation and, when training, the global step and
+        their variables: what the towers and the input need before they are built."""
         self.precision = precisions.get(precision)
         if self.precision.needs_finite_check and not check_finite:
             raise ValueError("precision %r skips steps with non-finite gradients, which needs "
@@ -155,26 +185,35 @@ class MultiGpuModel(object):
                 self.global_step = tf.train.get_or_create_global_step()
                 self.precision.create_variables()
                 self.accumulation.create_variables()
+
+    def _attach_input(self, batches, input_fn):
+        """Set up ``input`` from ``batches`` (so its towers and micro-batches are this
+        wrapper's own); the function giving each tower's input tensors, or None."""
+        if batches is not None and input_fn is not None:
+            raise ValueError("pass batches (an input or a step source) or input_fn, not both: a "
+                             "tower takes one input")
+        self.input = None
+        if batches is not None:
+            self.input = batches if isinstance(batches, Input) else StepInput(batches)
+            self.input.setup(self)
+            return self.input.tower
+        if input_fn is not None:
+            return lambda index: input_fn(index, self.n_towers)
+        return None
+
+    def _build_towers(self, model_kwargs, train, tower_inputs):
+        """One model per device, tower 0's variables shared (``tower_builder``)."""
         # What each tower's model may ask while it is built (tower_context.current_tower()).
         self.tower_group = TowerGroup(self.devices, training=train)
-        self.xla = xla
-        if batches is not None and input_fn is not None:
-            raise ValueError("pass batches (a step source) or input_fn, not both: a tower "
-                             "takes one input")
-        # Made here, so its towers and micro-batches are this wrapper's own.
-        self.input = StepInput(batches, self.devices, self.accumulation.steps,
-                               self.global_step) if batches is not None else None
-        if self.input is not None:
-            tower_inputs = self.input.tower
-        elif input_fn is not None:
-            def tower_inputs(index):
-                return input_fn(index, self.n_towers)
-        else:
-            tower_inputs = None
-        towers = TowerBuilder(model_cls, model_kwargs, self.devices, self.strategy,
-                              self.tower_group, self.precision, xla, tower_inputs).build()
+        towers = TowerBuilder(self.model_cls, model_kwargs, self.devices, self.strategy,
+                              self.tower_group, self.precision, self.xla, tower_inputs).build()
         self.models, self.variables = towers.models, towers.variables
         self.model_variables, self.update_ops = towers.model_variables, towers.update_ops
+
+    def _aggregate_outputs(self):
+        """The towers' weights and their outputs over the whole batch: ``batch_size``,
+        ``loss``, ``error``, their means over the step's micro-batches, ``predict``,
+        ``log_prob``."""
         with tf.name_scope("multi_gpu"), tf.device(self.variable_device):
             self.tower_weights = self._tower_weights()
             # Cross-tower sums (sync batch norm) weigh their backward pass like the gradients.
@@ -192,18 +231,15 @@ class MultiGpuModel(object):
                 if self.error is not None else None
         self.predict = [m.predict for m in self.models] if self._all_have("predict") else None
         self.log_prob = [m.log_prob for m in self.models] if self._all_have("log_prob") else None
-        self.optimizer = self.objective = self.summary_op = self.grads_and_vars = None
-        self.gradient_processors = list(gradient_processors or ())
-        if train:
-            self.optimizer = self._make_optimizer(optimizer)
-            self.objective = self._build_step(clip_norm, check_finite)
-            self.summary_op = self._summaries()
+
+    def _finish(self):
+        """``post_init_op`` and ``savable_variables``, once everything else is built."""
         self.strategy.finish(self.optimizer)
         self.post_init_op = self.strategy.post_init_op()
         if self.accumulation.reset_ops():
             self.post_init_op = tf.group(self.post_init_op, *self.accumulation.reset_ops(),
                                          name="post_init_and_new_cycle")
-        if self.input is not None:
+        if self.input is not None and self.input.initializers:
             # Run after initialising or restoring: the input starts where training is.
             self.post_init_op = tf.group(self.post_init_op, *self.input.initializers,
                                          name="post_init_and_input_start")
@@ -211,7 +247,7 @@ class MultiGpuModel(object):
         self.savable_variables = self.strategy.savable_variables(
             self.model_variables, self.optimizer, self.global_step) + self.precision.variables()
 
-    # -- graph building ---------------------------------------------------
+    # -- graph building helpers ------------------------------------------------
 
     def _all_have(self, attribute):
         return all(getattr(m, attribute, None) is not None for m in self.models)
@@ -244,6 +280,7 @@ class MultiGpuModel(object):
                         "Optimizer, got %r" % (optimizer,))
 
     def _tower_gradients(self):
+        """Each tower's (gradient, variable) pairs, variables without a gradient left out."""
         per_tower = []
         for index, (model, device) in enumerate(zip(self.models, self.devices)):
             with tf.device(device):
@@ -257,6 +294,19 @@ class MultiGpuModel(object):
         grad_ops.drop_none(per_tower[0])  # names the unused variables once
         return [[pair for pair, use in zip(pairs, usable) if use] for pairs in per_tower]
 
+    def _combine_gradients(self, tower_grads, clip_norm):
+        """The towers' gradients combined: ``(grads_and_vars, norm)`` per set of variables to
+        update (one per replica when replicated), each processed alike on its own device."""
+        with tf.device(self.variable_device):
+            # With accumulation: each tower's gradient over the micro-batches of the step.
+            tower_grads, weights = self.accumulation.combine(tower_grads, self.tower_weights,
+                                                             self.devices)
+        groups = []
+        for device, grads in self.strategy.reduce(tower_grads, weights):
+            with tf.device(device):
+                groups.append(self._process(grads, clip_norm))
+        return groups
+
     def _process(self, grads, clip_norm):
         """Loss scaling undone, the user's processors, then clipping: on one list of combined
         gradients."""
@@ -268,45 +318,44 @@ class MultiGpuModel(object):
             grads, norm = grad_ops.clip_by_global_norm(grads, clip_norm)
         return grads, norm
 
-    def _build_step(self, clip_norm, check_finite):
-        tower_grads = self._tower_gradients()
-        with tf.name_scope("multi_gpu"):
-            with tf.device(self.variable_device):
-                # With accumulation: each tower's gradient over the micro-batches of the step.
-                tower_grads, weights = self.accumulation.combine(tower_grads, self.tower_weights,
-                                                                 self.devices)
-            # One combined list per set of variables to update (one per replica when
-            # replicated): every list is processed alike on its own device.
-            groups = []
-            for device, grads in self.strategy.reduce(tower_grads, weights):
-                with tf.device(device):
-                    groups.append(self._process(grads, clip_norm))
-            grads, self.gradient_norm = groups[0]
-            # Accumulating: only the step's last micro-batch passes, after the accumulators.
-            guards, finite, gate = self.accumulation.gates(), None, None
-            if check_finite:
-                with tf.device(self.variable_device), tf.control_dependencies(guards):
-                    # Any tower's NaN reaches every combined list, so the first one tells.
-                    finite = grad_ops.all_finite(grads, extra=[self.step_loss])
-                    gate = self.precision.guard(
-                        finite, [NONFINITE_MESSAGE + " at global step", self.global_step,
-                                 "loss", self.step_loss])
-                    guards = [gate.op]
-            for update in self.update_ops if guards else ():
-                # Update ops were built inside the tower; gate them too, so a bad batch
-                # cannot poison moving statistics either (and, accumulating, they run once
-                # per optimizer step). TF has no public way to make an op that is already built
-                # wait for another (graph_editor is gone in TF 2.x), hence the private call.
-                _as_op(update)._add_control_input(guards[0])
-        # Slots (Adam's m and v) must be created outside any reusing scope.
-        self.grads_and_vars = grads
+    def _guard_step(self, grads, check_finite):
+        """``(guards, finite, gate)``: the ops every state change of the step waits for, the
+        finiteness of the combined gradients ``grads`` and the step's loss (None unchecked) and
+        the precision policy's gate over it (None unchecked); sets ``step_refused``."""
+        # Accumulating: only the step's last micro-batch passes, after the accumulators.
+        guards, finite, gate = self.accumulation.gates(), None, None
+        if check_finite:
+            with tf.device(self.variable_device), tf.control_dependencies(guards):
+                # Any tower's NaN reaches every combined list, so the first one tells.
+                finite = grad_ops.all_finite(grads, extra=[self.step_loss])
+                gate = self.precision.guard(
+                    finite, [NONFINITE_MESSAGE + " at global step", self.global_step,
+                             "loss", self.step_loss])
+                guards = [gate.op]
+            self.step_refused = gate.refused
+        for update in self.update_ops if guards else ():
+            # Update ops were built inside the tower; gate them too, so a bad batch
+            # cannot poison moving statistics either (and, accumulating, they run once
+            # per optimizer step). TF has no public way to make an op that is already built
+            # wait for another (graph_editor is gone in TF 2.x), hence the private call.
+            _as_op(update)._add_control_input(guards[0])
+        return guards, finite, gate
+
+    def _build_update(self, groups, guards, finite, gate):
+        """The optimizer step over every combined list of ``groups``, waiting for ``guards``:
+        ``train_op`` (a refused step runs and changes nothing) and ``objective`` (the same,
+        failing when the step is refused)."""
+        self.grads_and_vars, self.gradient_norm = groups[0]
         every_copy = [pair for group, _ in groups for pair in group]
+        # Slots (Adam's m and v) must be created outside any reusing scope.
         with tf.variable_scope(tf.get_variable_scope(), reuse=tf.AUTO_REUSE), \
                 tf.control_dependencies(guards):
             apply_op = self.optimizer.apply_gradients(every_copy, global_step=self.global_step)
-        return tf.group(apply_op, *self.update_ops,
-                        *self.precision.finish(finite, self.global_step, gate),
-                        name="objective")
+        self.train_op = tf.group(apply_op, *self.update_ops,
+                                 *self.precision.finish(finite, self.global_step, gate),
+                                 name="train_op")
+        self.objective = tf.group(self.train_op, *([gate.check] if gate else []),
+                                  name="objective")
 
     def _summaries(self):
         summaries = [tf.summary.scalar("train/loss", self.step_loss)]
