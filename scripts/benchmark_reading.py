@@ -62,7 +62,7 @@ from compare_chinese import rasterise  # noqa: E402
 from page_check import layout_rows  # noqa: E402
 from pdf_training_set import page_count, refusal  # noqa: E402
 from cpu_accounting import (cpu_window, idle_verdict, load_average, others_share,  # noqa: E402
-                            own_cpu_seconds, read_proc_stat)
+                            own_cpu_seconds, read_proc_stat, steal_share)
 from reading_systems import INSTALL_COMPARE, TESSERACT, readers  # noqa: E402
 from reports import write_json  # noqa: E402
 
@@ -216,8 +216,10 @@ class CpuMeter(object):
 
 def idle_report(before, after, load_before, load_after):
     """How idle the machine was between two :class:`CpuMeter` snapshots."""
-    share = others_share(cpu_window(before, after))
-    return {"others_share": share, "cpus": os.cpu_count(), "verdict": idle_verdict(share),
+    window = cpu_window(before, after)
+    share = others_share(window)
+    return {"others_share": share, "steal_share": steal_share(window), "cpus": os.cpu_count(),
+            "verdict": idle_verdict(share),
             "load_before": load_before[0] if load_before else None,
             "load_after": load_after[0] if load_after else None}
 
@@ -237,10 +239,11 @@ def table(summary, idle, names):
             100 * row["cer"], row["lines"]))
     load = ["%.2f" % value if value is not None else "?"
             for value in (idle["load_before"], idle["load_after"])]
+    shares = ["?" if idle.get(key) is None else "%.0f %%" % (100 * idle[key])
+              for key in ("others_share", "steal_share")]
     lines.append("machine: %s CPUs, load average %s before and %s after; other processes used "
-                 "%s of all CPU time during the rounds" % (
-                     idle["cpus"], load[0], load[1], "?" if idle["others_share"] is None
-                     else "%.0f %%" % (100 * idle["others_share"])))
+                 "%s of all CPU time during the rounds, the hypervisor kept %s (steal)" % (
+                     idle["cpus"], load[0], load[1], shares[0], shares[1]))
     lines.append(idle["verdict"])
     return lines
 

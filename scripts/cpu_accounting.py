@@ -11,10 +11,13 @@ IDLE_LIMIT = 0.05  # other processes above 5 % of the machine's CPU time: not an
 
 
 def read_proc_stat(path="/proc/stat"):
-    """(busy, total) clock ticks of the whole machine since boot, or None off Linux.
+    """(busy, total, steal) clock ticks of the whole machine since boot, or None off Linux.
 
-    Busy is everything but idle and iowait; steal (time a hypervisor gave to other guests)
-    counts as busy, because this machine could not use it either.
+    Busy is the time this machine's processes and kernel ran: everything but idle, iowait and
+    steal. Steal is time the hypervisor kept from this machine; it is no process here, so it is
+    reported beside the other processes' share (:func:`steal_share`), not inside it. Measured
+    on these 2-core virtual machines: 0.1 % of the CPU time under a pure spin loop, 4-5 %
+    under a page reader's allocations.
     """
     try:
         with open(path) as stream:
@@ -26,7 +29,7 @@ def read_proc_stat(path="/proc/stat"):
     ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
     ticks += [0] * (8 - len(ticks))
     total = sum(ticks)
-    return total - ticks[3] - ticks[4], total
+    return total - ticks[3] - ticks[4] - ticks[7], total, ticks[7]
 
 
 def own_cpu_seconds(children=False):
@@ -46,21 +49,21 @@ def cpu_snapshot(children=False):
 def cpu_window(before, after, ticks_per_second=None):
     """What the machine did between two snapshots, in CPU seconds.
 
-    Returns {"total", "busy", "own"} (summable over windows) or None when /proc/stat is not
-    readable. "total" is wall time times the number of CPUs.
+    Returns {"total", "busy", "steal", "own"} (summable over windows) or None when /proc/stat
+    is not readable. "total" is wall time times the number of CPUs.
     """
     if before[0] is None or after[0] is None:
         return None
     hz = float(ticks_per_second or os.sysconf("SC_CLK_TCK"))
     return {"busy": (after[0][0] - before[0][0]) / hz, "total": (after[0][1] - before[0][1]) / hz,
-            "own": after[1] - before[1]}
+            "steal": (after[0][2] - before[0][2]) / hz, "own": after[1] - before[1]}
 
 
 def add_windows(windows):
     windows = [w for w in windows if w]
     if not windows:
         return None
-    return dict((k, sum(w[k] for w in windows)) for k in ("busy", "total", "own"))
+    return dict((k, sum(w.get(k, 0.0) for w in windows)) for k in ("busy", "total", "steal", "own"))
 
 
 def others_share(window):
@@ -71,6 +74,13 @@ def others_share(window):
     if not window or window["total"] <= 0:
         return None
     return min(1.0, max(0.0, (window["busy"] - window["own"]) / window["total"]))
+
+
+def steal_share(window):
+    """The share of all CPU time the hypervisor kept from this machine in ``window``, or None."""
+    if not window or window["total"] <= 0:
+        return None
+    return min(1.0, window["steal"] / window["total"])
 
 
 def own_share(window):

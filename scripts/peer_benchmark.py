@@ -50,7 +50,7 @@ import numpy as np
 
 # scripts/ is on sys.path when one of its scripts runs.
 from cpu_accounting import (add_windows, cpu_snapshot, cpu_window, idle_verdict, load_average,
-                            others_share, own_share)
+                            others_share, own_share, steal_share)
 from gemm_peak import measure_in_subprocess
 from reports import write_json
 
@@ -244,9 +244,10 @@ def format_idle(idle):
     load = (idle.get("load_before"), idle.get("load_after"))
     return "\n".join([
         "machine: %s CPUs; other processes used %s of all CPU time during the timed steps (%s "
-        "per run; %s over the whole run with start-ups); load average (1 min) %s before, %s "
-        "after" % (idle.get("cpus", "?"), _percent(share), idle.get("per_run_range", "-"),
-                   _percent(idle.get("others_share_whole_run")),
+        "per run; %s over the whole run with start-ups), the hypervisor kept %s (steal); load "
+        "average (1 min) %s before, %s after" % (
+                   idle.get("cpus", "?"), _percent(share), idle.get("per_run_range", "-"),
+                   _percent(idle.get("others_share_whole_run")), _percent(idle.get("steal_share")),
                    "%.2f" % load[0] if load[0] is not None else "?",
                    "%.2f" % load[1] if load[1] is not None else "?"),
         idle_verdict(share)])
@@ -419,7 +420,8 @@ def idle_figures(runs, load_before, load_after, run_started):
     """How idle the machine was over ``runs`` ({charset: {config: [result]}})."""
     results = [r for per_config in runs.values() for rs in per_config.values() for r in rs if r]
     per_run = [s for s in (others_share(r.get("cpu")) for r in results) if s is not None]
-    return {"others_share": others_share(add_windows([r.get("cpu") for r in results])),
+    timed = add_windows([r.get("cpu") for r in results])
+    return {"others_share": others_share(timed), "steal_share": steal_share(timed),
             "cpus": os.cpu_count(),
             "load_before": load_before[0] if load_before else None,
             "load_after": load_after[0] if load_after else None,

@@ -146,9 +146,10 @@ def test_the_table_gives_each_system_its_figures_and_the_idle_verdict():
     assert bench.table(summary, idle(0.4), {})[-1].startswith("NOT IDLE")
 
 
-def write_stat(folder, busy, idle_ticks, pids=()):
+def write_stat(folder, busy, idle_ticks, pids=(), steal=0):
     """A fake /proc: the machine's ticks and each ``(pid, utime, stime)``."""
-    (folder / "stat").write_text("cpu  %d 0 0 %d 0 0 0 0 0 0\ncpu0 1 2 3 4\n" % (busy, idle_ticks))
+    (folder / "stat").write_text("cpu  %d 0 0 %d 0 0 0 %d 0 0\ncpu0 1 2 3 4\n"
+                                 % (busy, idle_ticks, steal))
     for pid, utime, stime in pids:
         (folder / str(pid)).mkdir(exist_ok=True)
         # The command may hold spaces and brackets: fields are counted after the last ")".
@@ -181,6 +182,26 @@ def test_other_processes_share_of_the_cpu_time_decides_idle(tmp_path, monkeypatc
     assert report["verdict"].startswith(verdict)
     assert (report["load_before"], report["load_after"]) == (0.5, 0.7)
     assert meter.process_seconds(999) == 0.0  # a process gone counts nothing
+
+
+def test_time_the_hypervisor_kept_is_reported_apart_from_other_processes(tmp_path, monkeypatch):
+    """10 CPU-seconds pass: 5 this script's and its worker's, 1 stolen by the hypervisor (10 %),
+    4 idle. Nothing else ran here, so the machine was idle, and the steal is printed."""
+    own = iter([50.0, 52.0])
+    monkeypatch.setattr(bench, "own_cpu_seconds", lambda children: next(own))
+    meter = bench.CpuMeter([Worker(4242)], proc=str(tmp_path))
+    write_stat(tmp_path, 1000, 5000, [(4242, 300, 100)], steal=70)
+    before = meter.snapshot()
+    write_stat(tmp_path, 1000 + 5 * TICK, 5000 + 4 * TICK, [(4242, 300 + 3 * TICK, 100)],
+               steal=70 + TICK)
+    report = bench.idle_report(before, meter.snapshot(), (0.5, 0, 0), (0.7, 0, 0))
+    assert report["others_share"] == pytest.approx(0.0)
+    assert report["steal_share"] == pytest.approx(0.1)
+    assert report["verdict"].startswith("idle:")
+    summary = {"tesseract": {"startup_seconds": None, "seconds_per_page": 1.0,
+                             "pages_per_second": 1.0, "lines_per_second": 9.0,
+                             "vs_tesseract": 1.0, "cer": 0.02, "lines": 9}}
+    assert "the hypervisor kept 10 % (steal)" in "\n".join(bench.table(summary, report, {}))
 
 
 def test_pages_are_body_pages_drawn_with_the_seed_one_pdf_after_another(monkeypatch):

@@ -89,13 +89,15 @@ def test_idle_accounting_from_proc_stat(tmp_path):
     stat = tmp_path / "stat"
     stat.write_text(u"cpu  100 5 20 800 10 1 2 3 0 0\ncpu0 50 2 10 400 5 0 1 1 0 0\n")
     cpu = cpu_accounting
-    busy, total = cpu.read_proc_stat(str(stat))
-    assert (busy, total) == (131, 941)  # idle and iowait are not busy; steal is
+    busy, total, steal = cpu.read_proc_stat(str(stat))
+    assert (busy, total, steal) == (128, 941, 3)  # idle, iowait and steal are not busy
     assert cpu.read_proc_stat(str(tmp_path / "missing")) is None
-    # 2 CPUs for 10 s (2000 ticks at 100 Hz), 1500 busy ticks, 12 s of it our own
-    window = cpu.cpu_window(((0, 0), 1.0), ((1500, 2000), 13.0), ticks_per_second=100)
-    assert window == {"busy": 15.0, "total": 20.0, "own": 12.0}
+    # 2 CPUs for 10 s (2000 ticks at 100 Hz), 1500 busy ticks, 12 s of it our own; the
+    # hypervisor kept 100 ticks, which is no other process's time
+    window = cpu.cpu_window(((0, 0, 0), 1.0), ((1500, 2000, 100), 13.0), ticks_per_second=100)
+    assert window == {"busy": 15.0, "total": 20.0, "steal": 1.0, "own": 12.0}
     assert abs(cpu.others_share(window) - 0.15) < 1e-12
+    assert abs(cpu.steal_share(window) - 0.05) < 1e-12
     assert cpu.others_share(dict(window, own=16.0)) == 0.0  # tick rounding: never negative
     assert cpu.cpu_window((None, 1.0), ((1, 2), 2.0)) is None
     assert cpu.others_share(cpu.add_windows([window, None, window])) == cpu.others_share(window)
