@@ -156,6 +156,10 @@ def test_readme_first_screen_is_the_front_door():
     assert first.line + first.code.count("\n") < FIRST_SCREEN
     assert re.search(r"^\|[^\n]*Tesseract[^\n]*\|$", screen, re.M), "the table beside Tesseract"
     assert screen.count("\n|---") == 1, "one table on the first screen"
+    row = next(i for i, line in enumerate(lines) if line.startswith("|---"))
+    while row + 1 < len(lines) and lines[row + 1].startswith("|"):
+        row += 1
+    assert row < FIRST_SCREEN, "the whole table on the first screen"
     assert "docs/accuracy.md" in screen, "the table names where its material and date are"
 
 
