@@ -7,7 +7,6 @@ for durations.
 """
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,11 +15,12 @@ import numpy as np
 import pytest
 
 import toy_models as toys
+from tiny_runs import copy_of_run, train_run
 from waiting import HANG_GUARD, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.runtime.checkpoints import (CheckpointSaver, NonFiniteStateError, checkpoint_dir,
                                        checkpoint_problem, checkpoint_prefixes, latest_checkpoint)
-from crnn_multigpu.cli import export, predict, train
+from crnn_multigpu.cli import export, predict
 from crnn_multigpu.tflog import one_line
 from crnn_multigpu.compat import tf
 from crnn_multigpu.wrapper.devices import cpu_devices
@@ -97,9 +97,8 @@ def files(run):
 @pytest.fixture(scope="module")
 def base_run(tiny_dataset, tmp_path_factory):
     """A tiny run with intact checkpoints at steps 3 and 6."""
-    out = str(tmp_path_factory.mktemp("base") / "run")
-    with tf.Graph().as_default():
-        assert train.main(train_args(tiny_dataset, out, 6)) == 0
+    out = train_run(tmp_path_factory.mktemp("base"),
+                    ["--train", tiny_dataset, "--steps", "6"] + TINY)
     assert [step_of(p) for p in checkpoint_prefixes(checkpoint_dir(out))] == [6, 3]
     return out
 
@@ -107,9 +106,7 @@ def base_run(tiny_dataset, tmp_path_factory):
 @pytest.fixture
 def run(base_run, tmp_path):
     """A fresh copy of the base run to damage."""
-    copy = str(tmp_path / "run")
-    shutil.copytree(base_run, copy)
-    return copy
+    return copy_of_run(base_run, tmp_path)
 
 
 def truncate_newest_data(run):

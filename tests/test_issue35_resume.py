@@ -16,6 +16,7 @@ from assertions import one_error_line
 from crnn_multigpu.cli import train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
+from tiny_runs import copy_of_run, train_run
 
 TINY = ["--model", "tiny", "--batch-size", "8", "--log-every", "0", "--validate-every", "0",
         "--checkpoint-every", "0", "--steps", "4"]
@@ -30,17 +31,13 @@ def run_train(argv, capsys):
 @pytest.fixture(scope="module")
 def stopped_run(tiny_dataset, tmp_path_factory):
     """A tiny run of 4 steps stopped with a checkpoint at step 2 (seed 0, lr 0.001, batch 8)."""
-    out = str(tmp_path_factory.mktemp("issue35-resume") / "run")
-    with tf.Graph().as_default():
-        assert train.main(["--train", tiny_dataset, "--out", out, "--stop-at", "2"] + TINY) == 0
-    return out
+    return train_run(tmp_path_factory.mktemp("issue35-resume"),
+                     ["--train", tiny_dataset, "--stop-at", "2"] + TINY)
 
 
 @pytest.fixture
 def run(stopped_run, tmp_path):
-    copy = str(tmp_path / "run")
-    shutil.copytree(stopped_run, copy)
-    return copy
+    return copy_of_run(stopped_run, tmp_path)
 
 
 def config_of(run_dir):

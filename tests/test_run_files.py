@@ -9,16 +9,15 @@ import pytest
 from assertions import one_error_line
 from crnn_multigpu.cli import evaluate, export, predict, train
 from crnn_multigpu.compat import tf
+from tiny_runs import copy_of_run, train_run
 
 TINY = ["--model", "tiny", "--batch-size", "8", "--checkpoint-every", "0", "--log-every", "0"]
 
 
 @pytest.fixture(scope="module")
 def run_dir(tiny_dataset, tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("run-files") / "run")
-    with tf.Graph().as_default():
-        assert train.main(["--train", tiny_dataset, "--out", out, "--steps", "2"] + TINY) == 0
-    return out
+    return train_run(tmp_path_factory.mktemp("run-files"),
+                     ["--train", tiny_dataset, "--steps", "2"] + TINY)
 
 
 def error_line(main, argv, capsys):
@@ -28,8 +27,7 @@ def error_line(main, argv, capsys):
 
 
 def damaged_copy(run_dir, tmp_path, change):
-    copy = str(tmp_path / "copy")
-    shutil.copytree(run_dir, copy)
+    copy = copy_of_run(run_dir, tmp_path, "copy")
     path = os.path.join(copy, "config.json")
     config = json.load(open(path))
     text = change(config)
@@ -67,8 +65,7 @@ CASES = {
 def test_a_bad_config_is_one_line_naming_it(case, tool, run_dir, tiny_dataset, tmp_path, capsys):
     change, message = CASES[case]
     if case == "not UTF-8":
-        copy = str(tmp_path / "copy")
-        shutil.copytree(run_dir, copy)
+        copy = copy_of_run(run_dir, tmp_path, "copy")
         with open(os.path.join(copy, "config.json"), "wb") as stream:
             stream.write(b'{"model": "\xff"}')
     else:
@@ -91,8 +88,7 @@ def test_checkpoint_naming_a_file_says_so(run_dir, tiny_dataset, capsys):
 
 
 def test_resume_without_config_refuses_and_keeps_the_run(run_dir, tiny_dataset, tmp_path, capsys):
-    copy = str(tmp_path / "copy")
-    shutil.copytree(run_dir, copy)
+    copy = copy_of_run(run_dir, tmp_path, "copy")
     os.remove(os.path.join(copy, "config.json"))
     line = error_line(train.main, ["--train", tiny_dataset, "--out", copy, "--steps", "4",
                                    "--resume", "--model", "small", "--batch-size", "8"], capsys)
