@@ -63,7 +63,7 @@ def add_windows(windows):
     windows = [w for w in windows if w]
     if not windows:
         return None
-    return dict((k, sum(w.get(k, 0.0) for w in windows)) for k in ("busy", "total", "steal", "own"))
+    return dict((k, sum(w[k] for w in windows)) for k in ("busy", "total", "steal", "own"))
 
 
 def others_share(window):

@@ -60,7 +60,7 @@ def test_synthetic_batches_are_fixed_by_the_seed_with_labels_of_1_to_10(tmp_path
 
 def run(train, infer=100.0):
     return {"train_images_per_s": train, "infer_images_per_s": infer,
-            "cpu": {"busy": 20.0, "total": 20.0, "own": 19.0}}
+            "cpu": {"busy": 20.0, "total": 20.0, "steal": 0.0, "own": 19.0}}
 
 
 def test_ratios_are_medians_of_per_repetition_ratios_not_ratios_of_medians():
@@ -137,7 +137,8 @@ class FakeWorkers(object):
         classes = int(value["--classes"])
         train = (80.0 if command[1].endswith("torch_twin.py") else 100.0) / (classes // 1000 + 1)
         return {"train_images_per_s": train, "infer_images_per_s": 2 * train, "version": "v",
-                "params": 1000 + classes, "cpu": {"busy": 2.0, "total": 2.0, "own": 2.0}}
+                "params": 1000 + classes,
+                "cpu": {"busy": 2.0, "total": 2.0, "steal": 0.0, "own": 2.0}}
 
 
 def test_a_run_times_every_configuration_at_both_charsets_beside_the_gemm_peak(
