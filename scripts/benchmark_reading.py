@@ -58,8 +58,7 @@ from crnn_multigpu.cli.common import ArgumentParser, console_entry, int_at_least
 from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
 from crnn_multigpu.datasets.language import get_language  # noqa: E402
 from crnn_multigpu.ocr.metrics import SCORINGS, edit_distance, scoring_fold  # noqa: E402
-from compare_chinese import rasterise  # noqa: E402
-from page_check import layout_rows  # noqa: E402
+from page_check import layout_rows, rasterise  # noqa: E402
 from pdf_training_set import page_count, refusal  # noqa: E402
 from cpu_accounting import (cpu_window, idle_verdict, load_average, others_share,  # noqa: E402
                             own_cpu_seconds, read_proc_stat, steal_share)

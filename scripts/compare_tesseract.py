@@ -45,7 +45,7 @@ from crnn_multigpu.datasets.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
 from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
-from page_check import layout_rows, page_numbers, rows_read_exactly  # noqa: E402
+from page_check import layout_rows, page_numbers, rasterise, rows_read_exactly  # noqa: E402
 from pdf_words import MARGIN_PT, find_words, word_crop  # noqa: E402
 from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
 from reports import fail  # noqa: E402
@@ -133,12 +133,6 @@ def english_pp_ocr():
 
 
 # ----- material --------------------------------------------------------------------------
-
-def rasterise(pdf, page, dpi, prefix):
-    subprocess.run(["pdftoppm", "-gray", "-r", str(dpi), "-png", "-singlefile", "-f", str(page),
-                    "-l", str(page), pdf, prefix], check=True)
-    return prefix + ".png"
-
 
 def scanned_look(path, rng):
     """The page as a flatbed scanner gives it back: turned by up to 0.5 degrees, a little

@@ -39,6 +39,13 @@ WORD_RE = re.compile(r'<word xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" 
                      r'yMax="([-\d.]+)">(.*?)</word>', re.S)
 
 
+def rasterise(pdf, page, dpi, prefix):
+    """The page as a grey PNG at ``dpi`` (poppler); its path."""
+    subprocess.run(["pdftoppm", "-gray", "-r", str(dpi), "-png", "-singlefile", "-f", str(page),
+                    "-l", str(page), pdf, prefix], check=True)
+    return prefix + ".png"
+
+
 def page_numbers(text):
     """"3-5" or "2" or "1,4" -> [3, 4, 5] etc."""
     numbers = []
@@ -178,10 +185,8 @@ def main(argv=None):
     predictions, references, unreadable = [], [], []
     with tempfile.TemporaryDirectory() as scratch:
         for page in page_numbers(args.pages):
-            prefix = os.path.join(scratch, "page")
-            subprocess.run(["pdftoppm", "-gray", "-r", str(args.dpi), "-png", "-singlefile",
-                            "-f", str(page), "-l", str(page), args.pdf, prefix], check=True)
-            image = Image.open(prefix + ".png").convert("L")
+            raster = rasterise(args.pdf, page, args.dpi, os.path.join(scratch, "page"))
+            image = Image.open(raster).convert("L")
             rows = truth_rows(args.pdf, page, args.dpi)
             boxes, crops = line_crops(image)
             covered, words, exact = compare_rows(boxes, rows)

@@ -1,4 +1,4 @@
-"""The Chinese side-by-side check's own pieces (scripts/compare_chinese.py and
+"""The Chinese side-by-side check's own pieces (scripts/compare_chinese.py, scripts/zh_material.py and
 scripts/rapidocr_read.py) on small made-up inputs: PP-OCR's boxes put into rows, the scoring, the
 table, the man-page text and the one-line errors. Tesseract's chi_sim, rapidocr and the reserved
 material are not needed (comparison tools and material, not dependencies)."""
@@ -13,6 +13,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "scripts"))
 import compare_chinese as compare  # noqa: E402
+import zh_material as material  # noqa: E402
 import rapidocr_read  # noqa: E402
 from assertions import one_error_line  # noqa: E402
 from fake_pp_ocr import SECONDS, line_images, use_fake_runner  # noqa: E402
@@ -158,29 +159,29 @@ DESCRIPTION (描述)
 
 
 def test_man_pages_give_their_body_paragraphs_without_headings_or_credits():
-    assert compare.man_paragraphs(MAN_PAGE) == [
+    assert material.man_paragraphs(MAN_PAGE) == [
         "access - 确定文件是否可以存取访问",
         "如果 file 可以在特定模式下存取访问, 那么成功退出. 这一行与上一行是同一段.",
         "缩进不同的一行是另一段."]
-    units = compare.prose_units("\n\n".join(compare.man_paragraphs(MAN_PAGE)))
+    units = material.prose_units("\n\n".join(material.man_paragraphs(MAN_PAGE)))
     assert "如果file可以在特定模式下存取访问,那么成功退出.这一行与上一行是同一段." in units
-    assert all(compare.hanzi_count(unit) >= compare.MIN_HANZI for unit in units)
+    assert all(material.hanzi_count(unit) >= material.MIN_HANZI for unit in units)
 
 
 def test_a_long_unit_is_cut_to_a_window_of_whole_tokens():
-    unit = compare.ZH.tidy("在 Windows 系统上如果要切换到其他分区，还需加上选项，例如 cd /d "
+    unit = material.ZH.tidy("在 Windows 系统上如果要切换到其他分区，还需加上选项，例如 cd /d "
                            "C:\\Program Files 这样的命令与参数以及更多的文字")
-    assert " " in unit and len(unit) > 2 * compare.MAX_LINE
+    assert " " in unit and len(unit) > 2 * material.MAX_LINE
     rng = np.random.RandomState(3)
     lines = set()
     for _ in range(30):
-        line = compare.line_window(unit, rng)
+        line = material.line_window(unit, rng)
         lines.add(line)
         # At least half a line (a start token may be a space, dropped), at most a line.
-        assert compare.MAX_LINE // 2 - 1 <= len(line) <= compare.MAX_LINE
+        assert material.MAX_LINE // 2 - 1 <= len(line) <= material.MAX_LINE
         assert line == line.strip() and line in unit
         # A Latin word is one token: whole or absent, never cut at the window's ends.
         assert set(re.findall(r"[A-Za-z]+", line)) <= {"Windows", "cd", "d", "C", "Program",
                                                        "Files"}
     assert len(lines) > 5  # windows start at drawn tokens
-    assert compare.line_window("短的一行", rng) == "短的一行"
+    assert material.line_window("短的一行", rng) == "短的一行"
