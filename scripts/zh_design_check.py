@@ -7,8 +7,8 @@ Usage::
 Held-out prose of the Chinese description (one unit in ten, never trained on: the programs'
 translated messages, the Debian reference, the manuals' text layers), cut into lines of at most
 30 characters, printed black on white at 18-30 px (``zh_material.print_line``, the framing
-of the reserved check) in every face of the held-out side of the font split (the WenQuanYi faces
-and FandolKai). Each checkpoint reads the same images; one table of lines exactly right / CER
+of the reserved check) in one face of each held-out family of the font split (the WenQuanYi
+families and FandolKai). Each checkpoint reads the same images; one table of lines exactly right / CER
 per face, scored NFKC with whitespace ignored. Material of the project's own only: no reserved
 face or text, so a model may be chosen on it.
 """

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.datasets.fonts import load_font  # noqa: E402
 from crnn_multigpu.datasets.language import get_language  # noqa: E402
 from page_check import labelled_rows, layout_rows, rasterise, truth_rows  # noqa: E402
+from pdf_training_set import page_count  # noqa: E402
 from reports import fail  # noqa: E402
 
 INSTALL_COMPARE = "scripts/install_system_packages.sh --compare"
@@ -56,15 +57,6 @@ def check_material():
 
 
 # ----- material 1: lines cut from the PDFs -------------------------------------------------
-
-def page_count(pdf):
-    """The number of pages of ``pdf`` (poppler's pdfinfo)."""
-    info = subprocess.run(["pdfinfo", pdf], stdout=subprocess.PIPE, check=True).stdout
-    for line in info.decode("utf-8", "replace").splitlines():
-        if line.startswith("Pages:"):
-            return int(line.split()[1])
-    return 0
-
 
 def pdf_lines(out, pdfs, count, seed, skip_pages=(), dpi=DPI):
     """``(samples [(path, label)], report)``: ``count`` lines cut from ``pdfs`` (an even share
