@@ -7,7 +7,8 @@ from PIL import Image, ImageDraw, ImageFont
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.datasets import (SyntheticDataset, SyntheticTextGenerator, find_fonts,
                                     load_image, open_dataset, write_lmdb)
-from crnn_multigpu.datasets.augment import Degrader, Reframer, training_augmentation
+from crnn_multigpu.datasets.augment import (Degrader, Reframer, StrokeWeight,
+                                            training_augmentation)
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets.batching import INPUT_NAMES
 from crnn_multigpu.datasets.steps import StepBatches
@@ -181,9 +182,54 @@ def test_reframing_leaves_blank_lines_and_the_rest_of_its_draws_alone():
         Reframer(1.5)
 
 
-def test_training_augmentation_reframes_before_it_degrades():
+def test_training_augmentation_reframes_then_changes_stroke_weight_then_degrades():
     assert training_augmentation(0.0, 0.0, 32) is None
     changes = training_augmentation(0.4, 0.5, 32).changes
     assert [type(change) for change in changes] == [Reframer, Degrader]
     assert changes[0].probability == 0.5 and changes[1].strength == 0.4
     assert [type(change) for change in training_augmentation(0.4, 0.0, 32).changes] == [Degrader]
+    changes = training_augmentation(0.4, 0.5, 48, stroke=0.3).changes
+    assert [type(change) for change in changes] == [Reframer, StrokeWeight, Degrader]
+    assert changes[1].probability == 0.3 and changes[1].reference_height == 48
+    assert [type(change) for change in training_augmentation(0.0, 0.0, 32, 0.2).changes] == \
+        [StrokeWeight]
+
+
+def ink_pixels(image, dark=True):
+    pixels = np.asarray(image)
+    return int((pixels < 128).sum() if dark else (pixels >= 128).sum())
+
+
+@pytest.mark.parametrize("dark_ink", [True, False])
+def test_stroke_weight_makes_the_same_ink_bolder_or_lighter_in_place(dark_ink):
+    line = text_line() if dark_ink else Image.eval(text_line(), lambda value: 255 - value)
+    before, (top, bottom, left, right) = ink_pixels(line, dark_ink), ink_box(
+        line if dark_ink else Image.eval(line, lambda value: 255 - value))
+    rng, changes = np.random.RandomState(0), []
+    for _ in range(60):
+        changed = StrokeWeight(1.0)(line, rng)
+        assert changed.size == line.size and changed.mode == "L"
+        dark_view = changed if dark_ink else Image.eval(changed, lambda value: 255 - value)
+        y0, y1, x0, x1 = ink_box(dark_view)
+        # Strokes grow or shrink by at most half a pixel a side: the ink stays where it was.
+        assert abs(y0 - top) <= 1 and abs(y1 - bottom) <= 1
+        assert abs(x0 - left) <= 1 and abs(x1 - right) <= 1
+        changes.append(ink_pixels(changed, dark_ink) / float(before))
+    bolder, lighter = [c for c in changes if c > 1], [c for c in changes if c < 1]
+    assert len(bolder) + len(lighter) == len(changes)  # every draw changed the weight
+    # Half bolder, half lighter: 30 +- 4 standard deviations of 60 coin flips.
+    assert 15 <= len(bolder) <= 45
+    # A quarter pixel a side on strokes 2-3 pixels wide changes their ink by a tenth or more.
+    assert min(bolder) > 1.05 and max(lighter) < 0.95
+    assert max(bolder) > 1.1 * min(bolder)  # two bolder steps: 1/4 and 1/2 a side
+
+
+def test_stroke_weight_leaves_blank_lines_and_the_rest_of_its_draws_alone():
+    blank = Image.new("L", (80, 32), 200)
+    assert StrokeWeight(1.0)(blank, np.random.RandomState(0)) is blank
+    line, rng = text_line(), np.random.RandomState(4)
+    kept = [StrokeWeight(0.3)(line, rng) is line for _ in range(400)]
+    assert 220 < sum(kept) < 340  # about 0.7 of 400 = 280, +- 6.5 standard deviations
+    assert StrokeWeight(0.0)(line, rng) is line
+    with pytest.raises(ValueError, match="probability must be in"):
+        StrokeWeight(-0.1)

@@ -1,7 +1,7 @@
 """Issue 35: ``crnn-train --resume`` never loses the record of how the earlier steps were trained.
 
-A resume whose --seed, --batch-size, --lr, --augment, --reframe, --sync-bn or --train differs from the
-run's config.json is refused in one line naming each setting and its two values, config.json
+A resume whose --seed, --batch-size, --lr, --augment, --reframe, --stroke, --sync-bn or --train
+differs from the run's config.json is refused in one line naming each setting and its two values, config.json
 untouched, unless --allow-changed-settings; a resume that goes on keeps every part's settings
 under "parts" in config.json. --steps may grow (train longer) without the flag. Before, any
 of them was accepted and config.json rewritten.
@@ -58,6 +58,7 @@ CHANGES = {
     "--lr": (["--lr", "0.01"], "--lr 0.001 -> 0.01"),
     "--augment": (["--augment", "0.5"], "--augment 0.0 -> 0.5"),
     "--reframe": (["--reframe", "0.5"], "--reframe 0.0 -> 0.5"),
+    "--stroke": (["--stroke", "0.5"], "--stroke 0.0 -> 0.5"),
     "--sync-bn": (["--sync-bn"], "--sync-bn false -> true"),
 }
 

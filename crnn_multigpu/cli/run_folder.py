@@ -21,9 +21,8 @@ FIXED_ON_RESUME = dict(model_class=model_class.DEFAULT, model=None, charset=None
 # learning-rate decay points moving with it) and "init_from" (free: only the first part
 # starts from it).
 CHANGED_ON_RESUME = {"--seed": "seed", "--batch-size": "batch_size", "--lr": "lr",
-                     "--augment": "augment", "--reframe": "reframe", "--sync-bn": "sync_bn",
-                     "--train": "train",
-                     "--language": "language"}
+                     "--augment": "augment", "--reframe": "reframe", "--stroke": "stroke",
+                     "--sync-bn": "sync_bn", "--train": "train", "--language": "language"}
 PART_KEYS = tuple(sorted(CHANGED_ON_RESUME.values())) + ("steps", "init_from")
 
 
@@ -52,7 +51,8 @@ def run_config(args, charset, model_cls):
                          language=args.language, batch_size=args.batch_size,
                          accumulate=args.accumulate, lr=args.lr, seed=args.seed,
                          steps=args.steps, sync_bn=args.sync_bn, precision=args.precision,
-                         augment=args.augment, reframe=args.reframe, bucket=args.bucket,
+                         augment=args.augment, reframe=args.reframe, stroke=args.stroke,
+                         bucket=args.bucket,
                          train=os.path.abspath(args.train),
                          init_from=os.path.abspath(args.init_from) if args.init_from else None))
 

@@ -93,6 +93,12 @@ def add_data_group(data):
                            "span 35-95 %% of the height, side margins of up to 0.6 heights, so "
                            "the model reads crops however loosely they are cut; 0 = off "
                            "(default). Before --augment's degradations, drawn like them")
+    data.add_argument("--stroke", type=float_range(0.0, 1.0, noun="a probability"),
+                      default=0.0, metavar="P",
+                      help="with probability P, make a training image's strokes bolder (1/4 or "
+                           "1/2 pixel a side at the model's height) or lighter (1/4), so the "
+                           "model reads type designs of other weights; 0 = off (default). After "
+                           "--reframe, before --augment, drawn like them")
     data.add_argument("--input", choices=["dataset", "feed"], default=None,
                       help="dataset (default): a tf.data pipeline per tower decodes batches "
                            "ahead and prefetches them onto the tower; feed: feed_dict from a "
@@ -285,7 +291,8 @@ def run_settings(args):
 def describe_augmentation(args):
     """The training-time augmentation in words, for the start-up line."""
     parts = (["strength %g" % args.augment] if args.augment else []) + \
-        (["reframing %g" % args.reframe] if args.reframe else [])
+        (["reframing %g" % args.reframe] if args.reframe else []) + \
+        (["stroke weight %g" % args.stroke] if args.stroke else [])
     return ", ".join(parts) or "off"
 
 
@@ -305,7 +312,7 @@ def train_run(args, charset, model_cls, config, stop):
     towers = placement.devices
     mode = input_mode(args)
     tf.set_random_seed(args.seed)
-    augment = training_augmentation(args.augment, args.reframe, train_set.height)
+    augment = training_augmentation(args.augment, args.reframe, train_set.height, args.stroke)
     batches = StepBatches(train_set, charset, args.batch_size, fixed_width=config.image_width,
                           seed=args.seed, augment=augment, bucket=args.bucket,
                           width_multiple=model_cls.DOWNSAMPLE)

@@ -28,7 +28,7 @@ CONFIG_NAME = "config.json"
 # crnn-train's settings as config.json records them (flat, beside "model"). A run records the
 # keys of its version: which ones it holds matters (a resume compares only recorded settings).
 TRAINING_KEYS = ("accumulate", "augment", "batch_size", "bucket", "init_from", "language", "lr",
-                 "precision", "reframe", "seed", "steps", "sync_bn", "train")
+                 "precision", "reframe", "seed", "steps", "stroke", "sync_bn", "train")
 # The history of a run trained in parts: a list of {"from_step": N, setting: value, ...}.
 PARTS_KEY = "parts"
 
