@@ -5,9 +5,10 @@
 # check. Root installs them with apt-get; anyone else is told what to install.
 # Usage: scripts/install_system_packages.sh [--minimal | --compare | --chinese]
 #   --minimal: what the tests need (one Chinese face among them: WenQuanYi Micro Hei)
-#   --chinese: what the Chinese text model trains on: Chinese faces (not the reserved AR PL),
-#              the texts of debian-reference-zh-cn and texlive-lang-chinese's PDFs (poppler-data
-#              lets poppler extract their Chinese)
+#   --chinese: what the Chinese text model trains on: Chinese faces (not the reserved AR PL;
+#              six @fontsource families among them, install_fontsource.sh --chinese), the texts
+#              of debian-reference-zh-cn and texlive-lang-chinese's PDFs (poppler-data lets
+#              poppler extract their Chinese)
 #   --compare: the side-by-side check with Tesseract (scripts/compare_tesseract.py): Tesseract 5
 #              and its English model, the reserved type families and the reserved PDFs
 #              (never trained on: crnn-generate leaves reserved families out)
@@ -39,7 +40,12 @@ case "${1:-}" in
   *) packages="$MINIMAL $FONTS" ;;
 esac
 missing=$(for p in $packages; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
-fontsource() { [ -n "${1:-}" ] || "$(dirname "$0")/install_fontsource.sh"; }
+fontsource() {
+  case "${1:-}" in
+    '') "$(dirname "$0")/install_fontsource.sh" ;;
+    --chinese) "$(dirname "$0")/install_fontsource.sh" --chinese ;;
+  esac
+}
 if [ -z "$missing" ]; then
   echo "system packages: all $(echo $packages | wc -w) present"
   fontsource "${1:-}"

@@ -19,7 +19,7 @@ class Counting(object):
 
     def __call__(self, path, chars):
         self.calls.append((path, chars))
-        return u"中" not in chars
+        return [char for char in chars if char == u"中"]
 
 
 def font_copy(tmp_path, name="face.ttf"):
@@ -33,24 +33,40 @@ def test_answers_survive_the_process_and_follow_the_characters(tmp_path):
     face, store = font_copy(tmp_path), str(tmp_path / "cache" / CACHE_NAME)
     check = Counting()
     first = CoverageCache(store)
-    assert first.supports(face, "abc", check) and not first.supports(face, u"a中", check)
-    assert first.supports(face, "abc", check) and len(check.calls) == 2  # once per question
+    assert first.missing(face, "abc", check) == "" and first.missing(face, u"a中", check) == u"中"
+    assert first.missing(face, "abc", check) == "" and len(check.calls) == 2  # once per question
     first.save()
     again = CoverageCache(store)  # as a new process would
-    assert again.supports(face, "abc", check) and not again.supports(face, u"a中", check)
+    assert again.missing(face, "abc", check) == "" and again.missing(face, u"a中", check) == u"中"
     assert len(check.calls) == 2
-    assert again.supports(face, "xyz", check) and len(check.calls) == 3
+    assert again.missing(face, "xyz", check) == "" and len(check.calls) == 3
+
+
+def test_a_cache_of_the_earlier_version_is_asked_again(tmp_path):
+    # Version 1 kept only whether a face drew everything; what it lacks must be found again.
+    face, store = font_copy(tmp_path), tmp_path / CACHE_NAME
+    first = CoverageCache(str(store))
+    first.missing(face, u"a中", Counting())
+    first.save()
+    stored = json.loads(store.read_text())
+    stored["version"] = 1
+    stored["fonts"] = dict((key, dict((chars, False) for chars in answers))
+                           for key, answers in stored["fonts"].items())
+    store.write_text(json.dumps(stored))
+    check = Counting()
+    assert CoverageCache(str(store)).missing(face, u"a中", check) == u"中"
+    assert len(check.calls) == 1
 
 
 def test_a_changed_font_file_is_checked_again(tmp_path):
     face, store = font_copy(tmp_path), str(tmp_path / CACHE_NAME)
     check = Counting()
     cache = CoverageCache(store)
-    cache.supports(face, "abc", check)
+    cache.missing(face, "abc", check)
     cache.save()
     with open(face, "ab") as stream:  # another file now: larger, later
         stream.write(b"\0" * 16)
-    CoverageCache(store).supports(face, "abc", check)
+    CoverageCache(store).missing(face, "abc", check)
     assert len(check.calls) == 2
 
 
@@ -58,11 +74,11 @@ def test_a_cache_that_cannot_be_read_or_written_is_passed_over(tmp_path):
     face, check = font_copy(tmp_path), Counting()
     garbled = tmp_path / CACHE_NAME
     garbled.write_text(u"{not json")
-    assert CoverageCache(str(garbled)).supports(face, "abc", check)
+    assert CoverageCache(str(garbled)).missing(face, "abc", check) == ""
     blocked = tmp_path / "a file"
     blocked.write_text(u"")
     cache = CoverageCache(str(blocked / CACHE_NAME))  # its folder would be a file
-    assert cache.supports(face, "abc", check) and not cache.supports(face, u"中", check)
+    assert cache.missing(face, "abc", check) == "" and cache.missing(face, u"中", check) == u"中"
     cache.save()  # nothing raised, nothing written
     assert len(check.calls) == 3 and blocked.read_text() == u""
 
@@ -71,7 +87,7 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     from crnn_multigpu.datasets import font_cache
     face, folder = font_copy(tmp_path), tmp_path / "cache"
     cache = CoverageCache(str(folder / CACHE_NAME))
-    cache.supports(face, "abc", Counting())
+    cache.missing(face, "abc", Counting())
 
     def disk_full(data, stream):
         stream.write("{")
@@ -90,7 +106,8 @@ def test_find_fonts_asks_each_face_once_across_processes(tmp_path, monkeypatch):
 
     def no_rendering(path, chars):
         raise AssertionError("rendered %s again" % path)
-    monkeypatch.setattr(fonts, "font_supports", no_rendering)
+    monkeypatch.setattr(fonts, "missing_chars", no_rendering)
+    monkeypatch.setattr(fonts, "_GAPS", {})  # what this process learnt: as a new process
     assert fonts.find_fonts([DEJAVU], chars="abc123") == first
     with pytest.raises(AssertionError, match="rendered"):
         fonts.find_fonts([DEJAVU], chars="abcd")  # other characters: another question
@@ -117,12 +134,12 @@ def test_a_cache_that_is_not_a_regular_file_is_never_read(kind, tmp_path, caplog
     else:
         os.symlink(os.devnull, store)
     cache, check, answers = CoverageCache(store), Counting(), []
-    reader = threading.Thread(target=lambda: answers.append(cache.supports(face, "abc", check)))
+    reader = threading.Thread(target=lambda: answers.append(cache.missing(face, "abc", check)))
     reader.daemon = True
     reader.start()
     reader.join(HANG_GUARD)  # only to fail instead of hanging: it returns at once
     unblock_a_reader(store)
-    assert not reader.is_alive() and answers == [True] and len(check.calls) == 1
+    assert not reader.is_alive() and answers == [""] and len(check.calls) == 1
     cache.save()  # the answers stay in memory: the path is left as it was
     assert os.path.lexists(store) and not os.path.isfile(store)
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]

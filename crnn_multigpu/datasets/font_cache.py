@@ -1,8 +1,8 @@
 """Which faces draw which characters, remembered across processes.
 
-Whether a face draws every character of a charset is found by rendering each one (about 10 ms a
-face); on a machine with a thousand faces that is 10-20 s at every start of a tool that chooses
-fonts. The answer depends only on the font file and the characters, so it is kept in a small
+Which characters of a charset a face lacks is found by rendering each one (about 10 ms a face
+for English, a second for Chinese); on a machine with a thousand faces that is 10-20 s at every
+start of a tool that chooses fonts. The answer depends only on the font file and the characters, so it is kept in a small
 JSON file, ``font_coverage.json`` under ``$XDG_CACHE_HOME/crnn_multigpu`` (default
 ``~/.cache/crnn_multigpu``), keyed by the file's real path, size and modification time and a
 checksum of the characters: a changed or replaced file is checked again. A cache that cannot be
@@ -20,7 +20,7 @@ from crnn_multigpu.files import written_whole
 log = logging.getLogger(__name__)
 
 CACHE_NAME = "font_coverage.json"
-_VERSION = 1
+_VERSION = 2  # 1 kept whether a face drew everything; 2 keeps what it lacks
 _WARNED = set()  # the paths of caches that are not regular files, warned about once
 
 
@@ -31,22 +31,24 @@ def cache_path():
 
 
 class CoverageCache(object):
-    """``supports(path, chars, check)``: ``check(path, chars)``'s answer, from the file when
-    it holds one for this very font file; ``save()`` writes new answers back."""
+    """``missing(path, chars, check)``: ``check(path, chars)``'s answer (the characters the face
+    lacks, a string), from the file when it holds one for this very font file; ``save()`` writes
+    new answers back."""
 
     def __init__(self, path=None):
         self.path = path or cache_path()
         self._entries, self._new = None, False
         self._elsewhere = False  # the path is not a regular file: nothing is written there
 
-    def supports(self, path, chars, check):
+    def missing(self, path, chars, check):
+        """The characters of ``chars`` the face at ``path`` lacks, as a string."""
         key = _font_key(path)
         if key is None:  # unreadable: nothing to remember it by
-            return check(path, chars)
+            return "".join(check(path, chars))
         answers = self._load().setdefault(key, {})
         chars_key = "%08x" % (zlib.crc32(chars.encode("utf-8")) & 0xffffffff)
         if chars_key not in answers:
-            answers[chars_key] = bool(check(path, chars))
+            answers[chars_key] = "".join(check(path, chars))
             self._new = True
         return answers[chars_key]
 

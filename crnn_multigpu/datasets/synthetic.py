@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
 from crnn_multigpu.datasets.augment import Degrader
-from crnn_multigpu.datasets.fonts import font_family, font_style, load_font
+from crnn_multigpu.datasets.fonts import face_gaps, font_family, font_style, load_font
 from crnn_multigpu.datasets.words import TextSampler
 
 _RESAMPLING = getattr(Image, "Resampling", Image)
@@ -44,8 +44,9 @@ def sample_seed(seed, index):
 class SyntheticTextGenerator(object):
     """Texts rendered in random fonts, colours, geometry and degradations.
 
-    ``fonts`` must all draw the charset (see ``find_fonts(chars=...)``); font
-    sizes are chosen around ``height``; texts have ``min_len..max_len``
+    ``fonts`` must draw the charset (see ``find_fonts(chars=...)``); a text that needs a
+    character its drawn face lacks (:func:`~crnn_multigpu.datasets.fonts.face_gaps`) is drawn in
+    another face that has them all. Font sizes are chosen around ``height``; texts have ``min_len..max_len``
     characters, drawn by :class:`~crnn_multigpu.datasets.words.TextSampler`
     (``words``: a word list path or object; None = the system word list;
     ``kinds``: which kinds of text, default all).
@@ -72,7 +73,11 @@ class SyntheticTextGenerator(object):
         self._visible = [c for c in charset.chars if not c.isspace()]
         if not self._visible:
             raise ValueError("the charset has only whitespace: nothing to render")
-        self._neighbours = [c for c in self._visible if c.isalnum()] or self._visible
+        self._gaps = face_gaps(self.fonts, charset.chars)
+        lacked = frozenset().union(*self._gaps.values())
+        # Cut neighbours at the crop edges, whatever the face: characters every face draws.
+        self._neighbours = [c for c in self._visible if c.isalnum() and c not in lacked] or \
+            [c for c in self._visible if c not in lacked]
         self._size_range = (max(8, int(round(0.75 * height))), max(9, int(round(1.5 * height))))
         if self.lines:
             # Body text of pages rasterised at 100-150 dpi (15-25 px) up to small headings.
@@ -104,13 +109,27 @@ class SyntheticTextGenerator(object):
             # Measured once per font at a reference size and scaled: measuring
             # every size costs more than rendering.
             if path not in self._fonts_cache:
-                sample = "".join(self._visible[:200])
+                gaps = self._gaps.get(path, ())
+                sample = "".join([c for c in self._visible if c not in gaps][:200])
                 _, top, _, bottom = load_font(path, 64).getbbox(sample + sample.upper())
                 self._fonts_cache[path] = (top / 64.0, bottom / 64.0)
             top, bottom = self._fonts_cache[path]
             self._fonts_cache[key] = (load_font(path, size), int(math.floor(top * size)),
                                       int(math.ceil(bottom * size)))
         return self._fonts_cache[key]
+
+    def _draws(self, face, text):
+        return face not in self._gaps or self._gaps[face].isdisjoint(text)
+
+    def _face_drawing(self, text, rng):
+        """A face, drawn from ``rng``, that has every character of ``text``."""
+        faces = [face for face in self.fonts if self._draws(face, text)]
+        if not faces:
+            lacked = sorted(char for char in set(text)
+                            if any(char in gaps for gaps in self._gaps.values()))
+            raise ValueError("none of the %d fonts draws %s (in %r); add a font that does"
+                             % (len(self.fonts), "".join(lacked), text))
+        return faces[rng.randint(len(faces))]
 
     def _context(self, rng):
         """Glyphs that stood next to the word in a larger text: cut at the crop edges."""
@@ -159,7 +178,8 @@ class SyntheticTextGenerator(object):
         spans = [match.span() for match in re.finditer(r"\S+", text)]
         if len(spans) < 2 or rng.rand() >= MIXED_FACE_SHARE:
             return [(text, font)]
-        sisters, monos = self._second_faces[font_path]
+        sisters, monos = [[face for face in faces if self._draws(face, text)]
+                          for faces in self._second_faces[font_path]]
         pool = sisters if sisters and (rng.rand() < 0.6 or not monos) else monos
         if not pool:
             return [(text, font)]
@@ -341,6 +361,8 @@ class SyntheticTextGenerator(object):
         """Render ``text`` into a grayscale PIL image using randomness from ``rng``."""
         d = self.difficulty
         font_path = self.fonts[rng.randint(len(self.fonts))]
+        if not self._draws(font_path, text):
+            font_path = self._face_drawing(text, rng)
         size = rng.randint(self._size_range[0], self._size_range[1] + 1)
         font, top, bottom = self._font(font_path, size)
         spacing = 0
