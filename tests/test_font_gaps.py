@@ -98,8 +98,20 @@ def test_text_that_needs_a_lacked_character_is_drawn_in_a_face_that_has_it(folde
     assert HAN not in generator._neighbours and len(generator._neighbours) > 50
 
 
-def test_text_that_no_face_draws_is_refused_naming_the_character(folder, chars):
+class HanOnly(object):
+    def sample(self, rng):
+        return HAN, HAN
+
+
+def test_text_that_no_face_draws_is_drawn_again_and_its_characters_named(folder, chars, caplog):
     dejavu = [face for face in find(folder, chars) if is_dejavu(face)]
     generator = SyntheticTextGenerator(Charset(chars), dejavu, seed=3, texts=Texts())
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        u"no font draws 1 character(s) of the charset (中): no sample holds them; add a font "
+        u"that draws them"]
+    labels = [generator.sample(index)[1] for index in range(40)]
+    assert labels == [u"ab c"] * 40  # every other text was "ab 中": drawn again
+    assert generator.sample(7)[1] == labels[7]  # still a pure function of (seed, index)
+    only_han = SyntheticTextGenerator(Charset(chars), dejavu, seed=3, texts=HanOnly())
     with pytest.raises(ValueError, match=u"none of the 2 fonts draws 中"):
-        [generator.sample(index) for index in range(10)]
+        only_han.sample(0)

@@ -17,6 +17,7 @@ perspective, and now
 and then one to three words in a second face of the line (its bold or italic sister, or a
 monospaced face), baseline-aligned as documents set them.
 """
+import logging
 import math
 import re
 import threading
@@ -28,10 +29,13 @@ from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.fonts import face_gaps, font_family, font_style, load_font
 from crnn_multigpu.datasets.words import TextSampler
 
+log = logging.getLogger(__name__)
 _RESAMPLING = getattr(Image, "Resampling", Image)
 _TRANSFORM = getattr(Image, "Transform", Image)
 # Lines with one to three words in a second face (bold, italic or mono), as documents mix them.
 MIXED_FACE_SHARE = 0.25
+# Texts drawn for one sample before giving up when no face draws them.
+TEXT_DRAWS = 100
 # ITU-R 601 luma, what Pillow's RGB -> L uses: colour pairs become grey contrasts.
 _LUMA = np.array([0.299, 0.587, 0.114])
 
@@ -46,7 +50,8 @@ class SyntheticTextGenerator(object):
 
     ``fonts`` must draw the charset (see ``find_fonts(chars=...)``); a text that needs a
     character its drawn face lacks (:func:`~crnn_multigpu.datasets.fonts.face_gaps`) is drawn in
-    another face that has them all. Font sizes are chosen around ``height``; texts have
+    another face that has them all, and a text no face draws whole is drawn again (characters
+    that no face has are named in a warning: no sample holds them). Font sizes are chosen around ``height``; texts have
     ``min_len..max_len`` characters, drawn by :class:`~crnn_multigpu.datasets.words.TextSampler`
     (``words``: a word list path or object; None = the system word list;
     ``kinds``: which kinds of text, default all).
@@ -78,6 +83,10 @@ class SyntheticTextGenerator(object):
         # Cut neighbours at the crop edges, whatever the face: characters every face draws.
         self._neighbours = [c for c in self._visible if c.isalnum() and c not in lacked] or \
             [c for c in self._visible if c not in lacked]
+        nowhere = lacked.intersection(*[self._gaps.get(face, ()) for face in self.fonts])
+        if nowhere:
+            log.warning("no font draws %d character(s) of the charset (%s): no sample holds "
+                        "them; add a font that draws them", len(nowhere), "".join(sorted(nowhere)))
         self._size_range = (max(8, int(round(0.75 * height))), max(9, int(round(1.5 * height))))
         if self.lines:
             # Body text of pages rasterised at 100-150 dpi (15-25 px) up to small headings.
@@ -120,6 +129,10 @@ class SyntheticTextGenerator(object):
 
     def _draws(self, face, text):
         return face not in self._gaps or self._gaps[face].isdisjoint(text)
+
+    def _drawable(self, text):
+        """True if some face draws every character of ``text``."""
+        return not self._gaps or any(self._draws(face, text) for face in self.fonts)
 
     def _face_drawing(self, text, rng):
         """A face, drawn from ``rng``, that has every character of ``text``."""
@@ -392,6 +405,10 @@ class SyntheticTextGenerator(object):
             rng = self._thread_state.rng = np.random.RandomState()
         rng.seed(sample_seed(self.seed, index))
         drawn, label = self.random_text(rng)
+        for _ in range(TEXT_DRAWS - 1):
+            if self._drawable(drawn):
+                break
+            drawn, label = self.random_text(rng)
         return self.render(drawn, rng), label
 
     def iterate(self, start, count):
