@@ -141,7 +141,7 @@ def missing_chars(path, chars):
 
 
 # A face may lack this share of a charset's characters and still be used for it: npm's Chinese
-# @fontsource faces, joined from Google Fonts' slices, lack 39 rare ones of zh's 6,899. Text that
+# @fontsource faces, joined from Google Fonts' slices, lack 38-39 of zh's 6,899. Text that
 # needs a character a face lacks is drawn in another face (:func:`face_gaps`).
 MAX_MISSING_SHARE = 0.01
 _GAPS = {}  # (face, chars) -> frozenset of the characters it lacks, as this process learnt them
