@@ -111,11 +111,10 @@ class Reframer(object):
         if self.probability <= 0 or rng.rand() >= self.probability:
             return image
         pixels = np.asarray(image.convert("L"), dtype=np.float32)
-        background = float(np.median(pixels))
-        distance = np.abs(pixels - background)
-        if distance.max() < 32:
+        found = _ink(pixels)
+        if found is None:
             return image
-        ink = distance > 0.5 * distance.max()
+        background, ink, _ = found
         rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
         ink_height = rows[-1] + 1 - rows[0]
         height = max(ink_height, int(round(ink_height / rng.uniform(*self.ink_span))))
@@ -157,11 +156,10 @@ class StrokeWeight(object):
             return image
         if image.mode != "L":
             image = image.convert("L")
-        pixels = np.asarray(image, dtype=np.float32)
-        distance = pixels - float(np.median(pixels))
-        if np.abs(distance).max() < 32:
+        found = _ink(np.asarray(image, dtype=np.float32))
+        if found is None:
             return image
-        ink_is_dark = distance[np.abs(distance) > 0.5 * np.abs(distance).max()].mean() < 0
+        _, _, ink_is_dark = found
         bolder = rng.rand() < 0.5
         pixels_a_side = rng.randint(1, 3) if bolder else 1
         grow_dark = bolder == ink_is_dark
@@ -194,6 +192,19 @@ def training_augmentation(strength, reframe, reference_height, stroke=0.0):
         ([StrokeWeight(stroke, reference_height=reference_height)] if stroke else []) + \
         ([Degrader(strength, reference_height=reference_height)] if strength else [])
     return Augmentation(changes) if changes else None
+
+
+def _ink(pixels):
+    """``(background, ink, ink_is_dark)`` of a grayscale crop: the median level, the mask of
+    pixels over half the largest distance from it, and whether they lie below it; None for a
+    blank or faint crop (nothing 32 levels from the background)."""
+    background = float(np.median(pixels))
+    distance = pixels - background
+    magnitude = np.abs(distance)
+    if magnitude.max() < 32:
+        return None
+    ink = magnitude > 0.5 * magnitude.max()
+    return background, ink, distance[ink].mean() < 0
 
 
 def _to_image(pixels):

@@ -51,8 +51,8 @@ class SyntheticTextGenerator(object):
     ``fonts`` must draw the charset (see ``find_fonts(chars=...)``); a text that needs a
     character its drawn face lacks (:func:`~crnn_multigpu.datasets.fonts.face_gaps`) is drawn in
     another face that has them all, and a text no face draws whole is drawn again (characters
-    that no face has are named in a warning: no sample holds them). Font sizes are chosen around ``height``; texts have
-    ``min_len..max_len`` characters, drawn by :class:`~crnn_multigpu.datasets.words.TextSampler`
+    that no face has are named in a warning: no sample holds them). Font sizes are chosen around
+    ``height``; texts have ``min_len..max_len`` characters, drawn by :class:`~crnn_multigpu.datasets.words.TextSampler`
     (``words``: a word list path or object; None = the system word list;
     ``kinds``: which kinds of text, default all).
     ``difficulty`` in [0, 1] scales geometry, contrast loss, clutter and
