@@ -131,8 +131,12 @@ class Project(object):
         started = time.time()
         # TensorFlow is imported here, not earlier: its import is part of the start-up, as the
         # peers' imports are part of theirs.
+        from crnn_multigpu.ocr.char_lm import reading_decoder
         from crnn_multigpu.ocr.inference import Recognizer
         self.recognizer = Recognizer(run_dir)
+        # As crnn-predict reads: with the language's character model where it reads with one.
+        self.recognizer.language_model = reading_decoder(self.recognizer.language,
+                                                         self.recognizer.charset)
         self.startup = time.time() - started
         self.name = "this project"
 

@@ -1,11 +1,15 @@
 """The character n-gram model and the CTC beam search fused with it."""
+import argparse
 import itertools
 
 import numpy as np
 import pytest
 
-from crnn_multigpu.ocr.char_lm import CharLmDecoder, CharNgramModel, prose_language_model
+from crnn_multigpu.cli.reading import language_model_decoder
+from crnn_multigpu.ocr.char_lm import (CharLmDecoder, CharNgramModel, prose_language_model,
+                                       weighted_words)
 from crnn_multigpu.datasets.charset import Charset
+from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.ocr.lexicon import ctc_log_likelihood
 
 CHARSET = Charset("abcdeghilnopqrstu")
@@ -107,3 +111,51 @@ def test_the_prose_model_of_a_word_charset_knows_words_and_their_ends():
     end = Charset.default().blank
     assert model.log_probs(model.context_of("the"))[end] > \
         model.log_probs(model.context_of("th"))[end] + 2.0
+
+
+def test_saved_counts_load_as_the_same_model(tmp_path):
+    model = CharNgramModel(CHARSET, ["the quest", "question", "queue", "a"], order=3)
+    path = str(tmp_path / "counts.npz")
+    model.save(path)
+    loaded = CharNgramModel.load(path, CHARSET)
+    assert loaded.order == 3 and loaded.context_count == model.context_count
+    for prefix in ("", "q", "que", "zz", "tion", "a"):
+        context = model.context_of(prefix)
+        assert np.array_equal(loaded.log_probs(context), model.log_probs(context)), prefix
+
+
+def test_counts_load_onto_a_charset_that_lacks_some_of_their_characters(tmp_path):
+    path = str(tmp_path / "counts.npz")
+    CharNgramModel(CHARSET, ["queue", "quest", "quiet"] * 5, order=3).save(path)
+    smaller = Charset("eqstu")  # no "i": "qui" cannot be read, "que" and "qu" still can
+    loaded = CharNgramModel.load(path, smaller)
+    probs = np.exp(loaded.log_probs(loaded.context_of("qu")))
+    assert probs.shape == (smaller.num_classes,)
+    assert probs.sum() == pytest.approx(1.0, abs=1e-9) and probs.min() > 0
+    assert smaller.chars[np.argmax(probs)] == "e"  # "i" (5 of 15) is dropped, "e" (10) leads
+    assert np.argmax(loaded.log_probs(loaded.context_of("q"))) == smaller.chars.index("u")
+
+
+def test_a_word_list_joins_the_counts_by_the_logarithm_of_its_frequencies(tmp_path):
+    words = tmp_path / "dict.txt"
+    words.write_text(u"queen 1000 n\nqu 0 x\nq 99999 x\nquiz 9 n\n", encoding="utf-8")
+    got = list(weighted_words(str(words), " ", CHARSET))
+    # 1,000 -> 3 times; 0 -> once; one character is no word; "quiz" has a "z" the charset lacks.
+    assert got == ["queen"] * 3 + ["qu"]
+
+
+def test_a_language_says_whether_its_text_is_read_with_its_model():
+    args = argparse.Namespace(char_lm=None, lm_weight=None, lm_bonus=None)
+    chinese = get_language("zh")
+    reader = argparse.Namespace(language=chinese, charset=chinese.charset)
+    decoder = language_model_decoder(args, reader)  # the shipped counts of zh.json
+    assert (decoder.model.order, decoder.weight, decoder.bonus) == (
+        chinese.char_lm["order"], chinese.char_lm["weight"], chinese.char_lm["bonus"])
+    # Counted for the model's charset: the common word outweighs its look-alike.
+    assert decoder.model.text_log_prob(u"\u76ee\u5f55") > \
+        decoder.model.text_log_prob(u"\u65e5\u5f55") + 2.0  # "目录" against "日录"
+    assert language_model_decoder(argparse.Namespace(char_lm=False, lm_weight=None,
+                                                     lm_bonus=None), reader) is None
+    english = get_language("en")
+    assert language_model_decoder(args, argparse.Namespace(
+        language=english, charset=english.charset)) is None  # English: only with --char-lm

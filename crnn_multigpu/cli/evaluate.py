@@ -9,7 +9,6 @@ from crnn_multigpu.cli.common import (ArgumentParser, console_entry, positive_in
                                       check_output_file, report_unreadable, setup_logging)
 from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
                                        lexicon_words)
-from crnn_multigpu.ocr import char_lm
 from crnn_multigpu.ocr.metrics import SCORINGS
 
 
@@ -99,8 +98,9 @@ def main_body(argv=None):
         sys.stderr.write("wrote %s\n" % args.picture)
     figures["checkpoint"] = recognizer.checkpoint
     if recognizer.language_model is not None:
-        figures.update(char_lm=dict(order=char_lm.DEFAULT_ORDER, weight=args.lm_weight,
-                                    bonus=args.lm_bonus))
+        decoder = recognizer.language_model
+        figures.update(char_lm=dict(order=decoder.model.order, weight=decoder.weight,
+                                    bonus=decoder.bonus))
     if recognizer.lexicon is not None:
         figures.update(lexicon=args.lexicon, lexicon_words=len(recognizer.lexicon))
     print_figures(figures)

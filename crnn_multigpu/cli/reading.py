@@ -77,30 +77,35 @@ def add_lexicon_arguments(parser):
 
 
 def add_language_model_arguments(parser):
-    """--char-lm, --lm-weight, --lm-bonus."""
-    parser.add_argument("--char-lm", action="store_true",
-                        help="read each image by a CTC beam search with a character %d-gram "
-                             "model of English, counted at start-up (about 2 s) from the "
-                             "training part of the line generator's prose"
-                             % char_lm.DEFAULT_ORDER)
-    parser.add_argument("--lm-weight", type=float_range(0.0, MAX_LM_WEIGHT),
-                        default=char_lm.DEFAULT_WEIGHT, metavar="W",
-                        help="with --char-lm: weight of the language model's log probability, "
-                             "in [0, %g] (1: as much as the image's; default: %%(default)s)"
-                             % MAX_LM_WEIGHT)
-    parser.add_argument("--lm-bonus", type=float_range(0.0, MAX_LM_BONUS),
-                        default=char_lm.DEFAULT_BONUS, metavar="B",
-                        help="with --char-lm: score added per character read, against the "
-                             "model's cost of each, in [0, %g] (more pays for characters the "
-                             "image does not show; default: %%(default)s)" % MAX_LM_BONUS)
+    """--char-lm / --no-char-lm, --lm-weight, --lm-bonus."""
+    parser.add_argument("--char-lm", dest="char_lm", action="store_const", const=True,
+                        default=None,
+                        help="read each image by a CTC beam search fused with a character n-gram "
+                             "model of the model's language (its description's char_lm: English "
+                             "counted at start-up, about 2 s, from the training part of the line "
+                             "generator's prose; Chinese shipped, counted from its prose and "
+                             "jieba's words). Chinese reads with it unless --no-char-lm")
+    parser.add_argument("--no-char-lm", dest="char_lm", action="store_const", const=False,
+                        help="read without the character model (greedy or --beam-width), even "
+                             "in a language that reads with it by default")
+    parser.add_argument("--lm-weight", type=float_range(0.0, MAX_LM_WEIGHT), default=None,
+                        metavar="W",
+                        help="with the character model: weight of its log probability, in "
+                             "[0, %g] (1: as much as the image's; default: the language's, "
+                             "English %g)" % (MAX_LM_WEIGHT, char_lm.DEFAULT_WEIGHT))
+    parser.add_argument("--lm-bonus", type=float_range(0.0, MAX_LM_BONUS), default=None,
+                        metavar="B",
+                        help="with the character model: score added per character read, "
+                             "against the model's cost of each, in [0, %g] (more pays for "
+                             "characters the image does not show; default: the language's, "
+                             "English %g)" % (MAX_LM_BONUS, char_lm.DEFAULT_BONUS))
 
 
-def language_model_decoder(args, charset):
-    """The CharLmDecoder of the language-model flags for a model's charset, or None."""
-    if not args.char_lm:
-        return None
-    return char_lm.CharLmDecoder(char_lm.prose_language_model(charset), weight=args.lm_weight,
-                                 bonus=args.lm_bonus)
+def language_model_decoder(args, reader):
+    """The CharLmDecoder the language-model flags give ``reader`` (a TextReader: its charset
+    and language), or None: --char-lm, --no-char-lm, else the language's default."""
+    return char_lm.reading_decoder(reader.language, reader.charset, args.char_lm,
+                                   args.lm_weight, args.lm_bonus)
 
 
 def lexicon_words(args):
@@ -200,6 +205,6 @@ def chosen_recognizer(args, run, words):
         from crnn_multigpu.ocr.inference import Recognizer
         recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
                                 towers=args.towers, model_cls=chosen_model_class(args))
-    recognizer.language_model = language_model_decoder(args, recognizer.charset)
+    recognizer.language_model = language_model_decoder(args, recognizer)
     recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
     return recognizer

@@ -18,7 +18,12 @@ file beside it. The keys:
   written: Chinese has none between words, though text layers put some in);
 * ``phrase`` punctuation, ``line_kinds`` (the mix of kinds of line), and ``scoring``
   (``strict`` or ``nfkc-blank-blind``: what :func:`crnn_multigpu.ocr.metrics.scoring_fold`
-  compares).
+  compares);
+* ``char_lm``: the character language model the reading tools fuse with the image
+  (:mod:`crnn_multigpu.ocr.char_lm`): its ``order``, ``weight`` and ``bonus``, whether they
+  read with it unless told otherwise (``reads_with``), whether the word list joins the prose
+  it is counted from (``words``), and the file of counts shipped beside the description
+  (``counts``; else they are counted from the prose at start-up).
 """
 import io
 import json
@@ -33,6 +38,13 @@ LANGUAGES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "langua
 DEFAULT_LANGUAGE = "en"
 PARTS = ("all", "train", "heldout")
 HELDOUT_EVERY = 10  # one prose unit in ten is held out
+# The character language model's settings where a description leaves them out: chosen with
+# make train's model on 1,000 words of its held-out families rendered apart from its
+# validation set (crnn-generate --fonts heldout --kinds word --seed 7), over orders 3-6,
+# weights 0.1-1.2 and bonuses 0-2.5: 91.8 % greedy, 93.4 % so (see the README); off unless
+# asked for.
+CHAR_LM_DEFAULTS = {"order": 4, "weight": 0.2, "bonus": 1.5, "reads_with": False,
+                    "words": False, "counts": None}
 
 
 def language_names():
@@ -77,6 +89,7 @@ class Language(object):
         self.code_words = description.get("code_words", "words")
         self.line_kinds = description["line_kinds"]
         self.scoring = description.get("scoring", "strict")
+        self.char_lm = dict(CHAR_LM_DEFAULTS, **description.get("char_lm", {}))
         self._charset = None
 
     @property
@@ -179,6 +192,11 @@ class Language(object):
             raise ValueError("no %s%s prose the charset can write was found in %s"
                              % ("" if part == "all" else part + " ", self.title, where))
         return units
+
+    def char_lm_counts_path(self):
+        """The path of the character model's counts the description ships, or None."""
+        counts = self.char_lm["counts"]
+        return os.path.join(LANGUAGES_DIR, counts) if counts else None
 
     def word_list_path(self):
         """The path of the language's word list, or None (then words come from the prose)."""

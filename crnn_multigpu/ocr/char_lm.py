@@ -9,32 +9,43 @@ search does, and scores each by
 
 (shallow fusion; the bonus offsets the LM's cost of every character), with the end of the
 text scored by the LM too. The LM (:class:`CharNgramModel`) is a character n-gram with
-Witten-Bell interpolation, counted from English prose: by default the training part of the
-prose the line generator reads (``datasets.lines.load_prose``), so the held-out prose that
-validates line models stays unseen. For a model whose charset has no space (the 36-class
-word model), the prose is lower-cased where the charset has one case and cut into words.
+Witten-Bell interpolation, counted from a language's prose: the training part of the prose
+the line generator reads (``Language.prose``), so the held-out prose that validates line
+models stays unseen, and, where the language's description says so, its word list. A
+description sets the order, weight and bonus and whether its models read with the LM by
+default (``char_lm``; Chinese does, English only with ``--char-lm``); a language whose prose a
+user's machine lacks ships its counts (``CharNgramModel.save``, ``scripts/build_char_lm.py``).
+For a model whose charset has no space (the 36-class word model), the prose is lower-cased
+where the charset has one case and cut into words.
 """
+import collections
+import io
 import logging
+import math
+import os
 
 import numpy as np
 
+from crnn_multigpu.datasets.language import CHAR_LM_DEFAULTS, get_language
 from crnn_multigpu.ocr.lexicon import ctc_log_likelihood
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CharNgramModel", "CharLmDecoder", "prose_language_model"]
+__all__ = ["CharNgramModel", "CharLmDecoder", "prose_language_model", "language_model",
+           "reading_decoder"]
 
 # Context markers, outside every charset (control characters, never in a label).
 _START = "\x02"
-# Chosen with make train's model on 1,000 words of its held-out families rendered apart from
-# its validation set (crnn-generate --fonts heldout --kinds word --seed 7), over orders 3-6,
-# weights 0.1-1.2 and bonuses 0-2.5: 91.8 % greedy, 93.4 % so (see the README).
-DEFAULT_WEIGHT = 0.2
-DEFAULT_BONUS = 1.5
+# English's settings (a language's description may set its own: datasets.language).
+DEFAULT_WEIGHT = CHAR_LM_DEFAULTS["weight"]
+DEFAULT_BONUS = CHAR_LM_DEFAULTS["bonus"]
 DEFAULT_BEAM = 8
-DEFAULT_ORDER = 4
+DEFAULT_ORDER = CHAR_LM_DEFAULTS["order"]
 # A class below this probability in a frame is not tried as that frame's character.
 _PRUNE = np.log(1e-3)
+# What the distributions a model keeps at hand may take (64 MB: every context of an English
+# model, about 1,200 of a Chinese one, more than one line's beam search visits).
+_CACHE_BYTES = 64 << 20
 
 
 class CharNgramModel(object):
@@ -54,27 +65,81 @@ class CharNgramModel(object):
         self.charset, self.order = charset, int(order)
         self._end = charset.num_classes - 1  # the blank's id stands for the end of the text
         self._ids = dict((char, index) for index, char in enumerate(charset.chars))
-        self._counts = {}  # context -> [class ids seen after it]
+        counts = {}  # context -> {class id seen after it: times}
         units = 0
         for text in texts:
-            ids = [self._ids[char] for char in text if char in self._ids]
-            if not ids:
+            kept = [char for char in text if char in self._ids]
+            if not kept:
                 continue
             units += 1
+            ids = [self._ids[char] for char in kept]
             # One start mark: a context never holds more (they would repeat one event).
-            marked = _START + "".join(charset.chars[i] for i in ids)
+            marked = _START + "".join(kept)
             for position, next_id in enumerate(ids + [self._end]):
                 end = position + 1
                 for length in range(min(self.order - 1, end) + 1):
-                    self._counts.setdefault(marked[end - length:end], []).append(next_id)
+                    seen = counts.setdefault(marked[end - length:end], {})
+                    seen[next_id] = seen.get(next_id, 0) + 1
         if not units:
             raise ValueError("the language model has no text in the model's charset to learn from")
-        self._tables = dict((context, np.bincount(seen, minlength=charset.num_classes))
-                            for context, seen in self._counts.items())
-        del self._counts
-        self._cache = {}
+        contexts = sorted(counts)
+        starts = np.cumsum([0] + [len(counts[context]) for context in contexts])
+        next_ids = np.fromiter((i for c in contexts for i in counts[c]), np.int64, starts[-1])
+        times = np.fromiter((n for c in contexts for n in counts[c].values()), np.int64,
+                            starts[-1])
+        self._freeze(contexts, starts, next_ids, times)
         log.info("character %d-gram model: %d texts, %d contexts", self.order, units,
-                 len(self._tables))
+                 len(contexts))
+
+    def _freeze(self, contexts, starts, next_ids, times):
+        # Sparse rows (a context of a 6,900-class charset is followed by a handful of
+        # characters): context -> its row of (class id, times) in the flat arrays.
+        self._rows = dict((context, row) for row, context in enumerate(contexts))
+        self._starts = np.asarray(starts, np.int64)
+        self._next_ids, self._times = np.asarray(next_ids, np.int64), np.asarray(times, np.int64)
+        # Each cached distribution is a vector over the charset: bound them by memory.
+        self._cache = collections.OrderedDict()
+        self._cache_size = max(64, _CACHE_BYTES // (8 * self.charset.num_classes))
+
+    @property
+    def context_count(self):
+        """How many contexts were seen."""
+        return len(self._rows)
+
+    def save(self, path):
+        """Write the counts to ``path`` (a compressed .npz) for :meth:`load`."""
+        contexts = sorted(self._rows, key=self._rows.get)
+        np.savez_compressed(
+            path, order=self.order, charset=np.frombuffer(self.charset.chars.encode("utf-8"),
+                                                          np.uint8),
+            contexts=np.frombuffer("\0".join(contexts).encode("utf-8"), np.uint8),
+            starts=self._starts, next_ids=self._next_ids.astype(np.uint16),
+            times=self._times.astype(np.uint32))
+
+    @classmethod
+    def load(cls, path, charset):
+        """The model :meth:`save` wrote to ``path``, for ``charset``: a character the counts
+        know and ``charset`` lacks is never read, so it is dropped, and one ``charset`` has
+        and the counts lack keeps the smoothing's share."""
+        with np.load(path) as saved:
+            counted = saved["charset"].tobytes().decode("utf-8")
+            order, starts = int(saved["order"]), saved["starts"].astype(np.int64)
+            next_ids, times = saved["next_ids"].astype(np.int64), saved["times"].astype(np.int64)
+            contexts = saved["contexts"].tobytes().decode("utf-8").split("\0")
+        model = cls.__new__(cls)
+        model.charset, model.order = charset, order
+        model._end = charset.num_classes - 1
+        model._ids = dict((char, index) for index, char in enumerate(charset.chars))
+        if counted != charset.chars:
+            # Counted class id -> this charset's (-1: lacked); the end stays the end.
+            ids = np.array([model._ids.get(char, -1) for char in counted] + [model._end])
+            next_ids = ids[next_ids]
+            kept = next_ids >= 0
+            rows = np.repeat(np.arange(len(contexts)), np.diff(starts))[kept]
+            starts = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(contexts)))])
+            next_ids, times = next_ids[kept], times[kept]
+        model._freeze(contexts, starts, next_ids, times)
+        return model
 
     def context_of(self, prefix):
         """The context after ``prefix``: its last ``order - 1`` characters, the start mark
@@ -87,6 +152,10 @@ class CharNgramModel(object):
         if cached is None:
             cached = np.log(self._probs(context))
             self._cache[context] = cached
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(context)
         return cached
 
     def _probs(self, context):
@@ -94,11 +163,15 @@ class CharNgramModel(object):
             lower = np.full(self.charset.num_classes, 1.0 / self.charset.num_classes)
         else:
             lower = self._probs(context[1:])
-        counts = self._tables.get(context)
-        if counts is None:
+        row = self._rows.get(context)
+        if row is None:
             return lower
-        seen, kinds = counts.sum(), np.count_nonzero(counts)
-        return (counts + kinds * lower) / float(seen + kinds)
+        start, stop = self._starts[row], self._starts[row + 1]
+        ids, times = self._next_ids[start:stop], self._times[start:stop]
+        kinds = stop - start
+        probs = kinds * lower
+        probs[ids] += times
+        return probs / float(times.sum() + kinds)
 
     def text_log_prob(self, text):
         """log P(text, then its end) under the model."""
@@ -175,13 +248,17 @@ class CharLmDecoder(object):
         return np.logaddexp(entry[0], entry[1]) + entry[2]
 
 
-def prose_language_model(charset, order=DEFAULT_ORDER, texts=None):
-    """A :class:`CharNgramModel` for ``charset`` counted from the training part of the line
-    generator's prose (or ``texts``): lines as they are for a charset with a space, else words
-    (lower-cased where the charset has one case)."""
-    from crnn_multigpu.datasets.lines import load_prose
-    from crnn_multigpu.datasets.charset import Charset
-    units = load_prose(Charset.printable_ascii(), texts, part="train")
+def prose_language_model(charset, order=DEFAULT_ORDER, texts=None, language=None):
+    """A :class:`CharNgramModel` for ``charset`` counted from the training part of the prose of
+    ``language`` (a :class:`~crnn_multigpu.datasets.language.Language`; default English), or of
+    ``texts`` (text files), and from its word list where its ``char_lm`` says ``words``: units
+    as they are for a charset with a space, else words (lower-cased where the charset has one
+    case)."""
+    language = language or get_language()
+    units = language.prose("train", texts)
+    if language.char_lm.get("words") and texts is None:
+        units += list(weighted_words(language.word_list_path(), language.word_list_separator,
+                                     charset))
     if " " not in charset:
         lower_only = not any(char.isupper() for char in charset.chars)
         words = []
@@ -191,3 +268,44 @@ def prose_language_model(charset, order=DEFAULT_ORDER, texts=None):
         units = [piece for word in words for piece in
                  "".join(c if c in charset else " " for c in word).split()]
     return CharNgramModel(charset, units, order)
+
+
+def weighted_words(path, separator, charset):
+    """The words of the word list at ``path`` (``word<separator>count`` lines; two characters
+    or more, in ``charset``), each repeated ``round(log10(1 + count))`` times, at least once:
+    the counts say which words are common without letting the commonest drown the prose."""
+    with io.open(path, encoding="utf-8") as stream:
+        for line in stream:
+            fields = line.split(separator)
+            word = fields[0].strip()
+            if len(word) < 2 or charset.unknown_chars(word):
+                continue
+            count = int(fields[1]) if len(fields) > 1 and fields[1].strip().isdigit() else 0
+            for _ in range(max(1, int(round(math.log10(1 + count))))):
+                yield word
+
+
+def language_model(language, charset):
+    """The character model ``language`` reads with: the counts its description ships
+    (``char_lm.counts``, written by ``scripts/build_char_lm.py``), else counted from its prose
+    at start-up (English: about 2 s)."""
+    path = language.char_lm_counts_path()
+    if path is not None:
+        if not os.path.isfile(path):
+            raise ValueError("%s is missing: the %s character model ships with the package; "
+                             "count it again with scripts/build_char_lm.py --language %s"
+                             % (path, language.title, language.name))
+        return CharNgramModel.load(path, charset)
+    return prose_language_model(charset, language.char_lm["order"], language=language)
+
+
+def reading_decoder(language, charset, wanted=None, weight=None, bonus=None):
+    """The :class:`CharLmDecoder` a model of ``language`` reads with, or None: when ``wanted``
+    (default: the language's ``char_lm.reads_with``), its character model, weight and bonus
+    (``weight`` and ``bonus`` override them)."""
+    settings = language.char_lm
+    if not (settings["reads_with"] if wanted is None else wanted):
+        return None
+    return CharLmDecoder(language_model(language, charset),
+                         weight=settings["weight"] if weight is None else weight,
+                         bonus=settings["bonus"] if bonus is None else bonus)
