@@ -41,6 +41,7 @@ DEFAULT_WEIGHT = CHAR_LM_DEFAULTS["weight"]
 DEFAULT_BONUS = CHAR_LM_DEFAULTS["bonus"]
 DEFAULT_BEAM = 8
 DEFAULT_ORDER = CHAR_LM_DEFAULTS["order"]
+_NEG_INF = float("-inf")
 # A class below this probability in a frame is not tried as that frame's character.
 _PRUNE = np.log(1e-3)
 # What the distributions a model keeps at hand may take (64 MB: every context of an English
@@ -219,25 +220,27 @@ class CharLmDecoder(object):
         blank, chars = self.charset.blank, self.charset.chars
         # prefix -> [log p(prefix, last frame blank), log p(prefix, last frame a character),
         #            weight * log p_lm(prefix) + bonus * len(prefix)]
-        beams = {"": [0.0, -np.inf, 0.0]}
+        beams = {"": [0.0, _NEG_INF, 0.0]}
         for frame in log_probs:
-            tried = [c for c in np.flatnonzero(frame > _PRUNE) if c != blank]
+            tried = [c for c in np.flatnonzero(frame > _PRUNE).tolist() if c != blank]
+            tried_log_probs = frame[tried].tolist()
+            blank_log_prob = float(frame[blank])
             grown = {}
             for prefix, (with_blank, with_char, prior) in beams.items():
-                total = np.logaddexp(with_blank, with_char)
-                entry = grown.setdefault(prefix, [-np.inf, -np.inf, prior])
-                entry[0] = np.logaddexp(entry[0], total + frame[blank])
+                total = _log_add(with_blank, with_char)
+                entry = grown.setdefault(prefix, [_NEG_INF, _NEG_INF, prior])
+                entry[0] = _log_add(entry[0], total + blank_log_prob)
                 if tried:
                     lm = self.model.log_probs(self.model.context_of(prefix))
-                for c in tried:
-                    extended = prefix + chars[c]
+                for c, frame_c in zip(tried, tried_log_probs):
+                    char = chars[c]
                     # A repeat of the last character is a new one only after a blank.
-                    source = with_blank if prefix and chars[c] == prefix[-1] else total
-                    target = grown.setdefault(extended, [-np.inf, -np.inf,
-                                                         prior + self.weight * lm[c] + self.bonus])
-                    target[1] = np.logaddexp(target[1], source + frame[c])
-                    if prefix and chars[c] == prefix[-1]:
-                        entry[1] = np.logaddexp(entry[1], with_char + frame[c])
+                    repeat = prefix.endswith(char)
+                    target = grown.setdefault(prefix + char, [
+                        _NEG_INF, _NEG_INF, prior + self.weight * float(lm[c]) + self.bonus])
+                    target[1] = _log_add(target[1], (with_blank if repeat else total) + frame_c)
+                    if repeat:
+                        entry[1] = _log_add(entry[1], with_char + frame_c)
             beams = dict(sorted(grown.items(), key=lambda item: -self._score(item[1]))[:self.beam])
         end = self.charset.num_classes - 1
         return max(beams, key=lambda prefix: self._score(beams[prefix]) + self.weight *
@@ -245,7 +248,17 @@ class CharLmDecoder(object):
 
     @staticmethod
     def _score(entry):
-        return np.logaddexp(entry[0], entry[1]) + entry[2]
+        return _log_add(entry[0], entry[1]) + entry[2]
+
+
+def _log_add(a, b):
+    """log(exp(a) + exp(b)) of two floats (-inf allowed): the search adds scalars, for which
+    math's functions cost a fraction of numpy's."""
+    if a < b:
+        a, b = b, a
+    if b == _NEG_INF:
+        return a
+    return a + math.log1p(math.exp(b - a))
 
 
 def prose_language_model(charset, order=DEFAULT_ORDER, texts=None, language=None):
