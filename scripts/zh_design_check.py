@@ -10,8 +10,9 @@ translated messages, the Debian reference, the manuals' text layers), cut into l
 of the reserved check) in one face of each held-out family of the font split (the WenQuanYi
 families, FandolKai and, once installed, Ma Shan Zheng; a face that lacks a character of a line
 leaves that line out). Each checkpoint reads the same images; one table of lines exactly right / CER
-per face, scored NFKC with whitespace ignored. Material of the project's own only: no reserved
-face or text, so a model may be chosen on it.
+per face, scored NFKC with whitespace ignored; read greedily, or with ``--char-lm`` as
+crnn-predict reads. Material of the project's own only: no reserved face or text, so a model
+may be chosen on it.
 """
 import argparse
 import os
@@ -68,7 +69,11 @@ def main(argv=None):
                         help="a run folder or exported model; repeatable")
     parser.add_argument("--lines", type=int, default=200, help="lines per face")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--char-lm", action="store_true",
+                        help="read with the language's character model, as crnn-predict does "
+                             "(default: greedy, the model's own reading)")
     args = parser.parse_args(argv)
+    from crnn_multigpu.ocr.char_lm import reading_decoder
     from crnn_multigpu.ocr.inference import Recognizer
     lines, rng = heldout_lines(args.lines, args.seed)
     with tempfile.TemporaryDirectory() as out:
@@ -78,6 +83,8 @@ def main(argv=None):
         cells = dict((family, []) for family in sets)
         for checkpoint in args.checkpoint:
             reader = Recognizer(checkpoint)
+            reader.language_model = reading_decoder(reader.language, reader.charset,
+                                                    wanted=args.char_lm)
             for family, samples in sorted(sets.items()):
                 texts, _ = reader.read_crops([array for array, _ in samples])
                 figures = line_figures(texts, [label for _, label in samples])
