@@ -126,9 +126,12 @@ def test_saved_counts_load_as_the_same_model(tmp_path):
 
 def test_counts_load_onto_a_charset_that_lacks_some_of_their_characters(tmp_path):
     path = str(tmp_path / "counts.npz")
-    CharNgramModel(CHARSET, ["queue", "quest", "quiet"] * 5, order=3).save(path)
+    CharNgramModel(CHARSET, ["queue", "quest", "quiet"] * 5 + ["tsi"], order=3).save(path)
     smaller = Charset("eqstu")  # no "i": "qui" cannot be read, "que" and "qu" still can
     loaded = CharNgramModel.load(path, smaller)
+    # "ts" was only ever followed by "i": nothing of it is left but the shorter context's share.
+    after_ts = np.exp(loaded.log_probs(loaded.context_of("ts")))
+    assert np.isfinite(after_ts).all() and after_ts.sum() == pytest.approx(1.0, abs=1e-9)
     probs = np.exp(loaded.log_probs(loaded.context_of("qu")))
     assert probs.shape == (smaller.num_classes,)
     assert probs.sum() == pytest.approx(1.0, abs=1e-9) and probs.min() > 0

@@ -109,6 +109,9 @@ class CharNgramModel(object):
 
     def save(self, path):
         """Write the counts to ``path`` (a compressed .npz) for :meth:`load`."""
+        if self.charset.num_classes > np.iinfo(np.uint16).max:
+            raise ValueError("a charset of %d classes is too large for the saved counts' 16-bit "
+                             "class ids" % self.charset.num_classes)
         contexts = sorted(self._rows, key=self._rows.get)
         np.savez_compressed(
             path, order=self.order, charset=np.frombuffer(self.charset.chars.encode("utf-8"),
@@ -168,6 +171,8 @@ class CharNgramModel(object):
         if row is None:
             return lower
         start, stop = self._starts[row], self._starts[row + 1]
+        if stop == start:  # all it was seen before lies outside the charset it was loaded for
+            return lower
         ids, times = self._next_ids[start:stop], self._times[start:stop]
         kinds = stop - start
         probs = kinds * lower
