@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import compare_tesseract as compare  # noqa: E402  (beside this script)
 from crnn_multigpu.datasets import load_image  # noqa: E402
-from crnn_multigpu.ocr.char_lm import CharLmDecoder, prose_language_model  # noqa: E402
+from crnn_multigpu.ocr.char_lm import reading_decoder  # noqa: E402
 from crnn_multigpu.ocr.inference import Recognizer  # noqa: E402
 from crnn_multigpu.ocr.metrics import scoring_fold  # noqa: E402
 
@@ -50,7 +50,7 @@ def main(argv=None):
                                                    [(p, args.pages) for p in pdfs],
                                                    args.lines, args.seed), 7, None)]
     recognizer = Recognizer.shipped("text")
-    language_model = CharLmDecoder(prose_language_model(recognizer.charset))
+    language_model = reading_decoder(recognizer.language, recognizer.charset, enabled=True)
     tesseract = compare.Tesseract()
     for name, samples, psm, fold in sets:
         labels = [text for _, text in samples]

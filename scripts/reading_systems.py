@@ -204,6 +204,8 @@ def worker(argv=None):
         from crnn_multigpu.compat import tf
         from crnn_multigpu.ocr.inference import Recognizer
         recognizer, version = Recognizer(args.checkpoint), "TensorFlow " + tf.__version__
+    from crnn_multigpu.ocr.char_lm import reading_decoder
+    recognizer.language_model = reading_decoder(recognizer.language, recognizer.charset)
     reader = PageReader(recognizer)
     print(json.dumps({"version": version, "startup": time.time() - started}), flush=True)
     for path in requested_paths((), "-"):

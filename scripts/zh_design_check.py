@@ -84,7 +84,7 @@ def main(argv=None):
         for checkpoint in args.checkpoint:
             reader = Recognizer(checkpoint)
             reader.language_model = reading_decoder(reader.language, reader.charset,
-                                                    wanted=args.char_lm)
+                                                    enabled=args.char_lm)
             for family, samples in sorted(sets.items()):
                 texts, _ = reader.read_crops([array for array, _ in samples])
                 figures = line_figures(texts, [label for _, label in samples])

@@ -9,7 +9,7 @@ from crnn_multigpu.cli.reading import language_model_decoder
 from crnn_multigpu.ocr.char_lm import (CharLmDecoder, CharNgramModel, prose_language_model,
                                        weighted_words)
 from crnn_multigpu.datasets.charset import Charset
-from crnn_multigpu.datasets.language import get_language
+from crnn_multigpu.datasets.language import Language, get_language
 from crnn_multigpu.ocr.lexicon import ctc_log_likelihood
 
 CHARSET = Charset("abcdeghilnopqrstu")
@@ -115,7 +115,7 @@ def test_the_prose_model_of_a_word_charset_knows_words_and_their_ends():
 
 def test_saved_counts_load_as_the_same_model(tmp_path):
     model = CharNgramModel(CHARSET, ["the quest", "question", "queue", "a"], order=3)
-    path = str(tmp_path / "counts.npz")
+    path = str(tmp_path / "counts")  # written where asked, with no ".npz" added
     model.save(path)
     loaded = CharNgramModel.load(path, CHARSET)
     assert loaded.order == 3 and loaded.context_count == model.context_count
@@ -148,7 +148,7 @@ def test_a_word_list_joins_the_counts_by_the_logarithm_of_its_frequencies(tmp_pa
 
 
 def test_a_language_says_whether_its_text_is_read_with_its_model():
-    args = argparse.Namespace(char_lm=None, lm_weight=None, lm_bonus=None)
+    args = argparse.Namespace(char_lm=None, lm_weight=None, lm_bonus=None, beam_width=0)
     chinese = get_language("zh")
     reader = argparse.Namespace(language=chinese, charset=chinese.charset)
     decoder = language_model_decoder(args, reader)  # the shipped counts of zh.json
@@ -157,8 +157,20 @@ def test_a_language_says_whether_its_text_is_read_with_its_model():
     # Counted for the model's charset: the common word outweighs its look-alike.
     assert decoder.model.text_log_prob(u"\u76ee\u5f55") > \
         decoder.model.text_log_prob(u"\u65e5\u5f55") + 2.0  # "目录" against "日录"
-    assert language_model_decoder(argparse.Namespace(char_lm=False, lm_weight=None,
-                                                     lm_bonus=None), reader) is None
+    for off in (dict(char_lm=False, beam_width=0), dict(char_lm=None, beam_width=10)):
+        # --no-char-lm, or --beam-width: TensorFlow's beam search, which the character model's
+        # search would replace.
+        assert language_model_decoder(argparse.Namespace(lm_weight=None, lm_bonus=None, **off),
+                                      reader) is None, off
+    assert language_model_decoder(argparse.Namespace(
+        char_lm=True, beam_width=10, lm_weight=None, lm_bonus=None), reader) is not None
     english = get_language("en")
     assert language_model_decoder(args, argparse.Namespace(
         language=english, charset=english.charset)) is None  # English: only with --char-lm
+
+
+def test_a_description_that_asks_for_a_word_list_it_lacks_is_refused():
+    description = dict(get_language("en").description, words={"source": "prose"},
+                       char_lm={"with_word_list": True})
+    with pytest.raises(ValueError, match="names none"):
+        prose_language_model(Charset.default(), language=Language(description))

@@ -189,8 +189,9 @@ def add_char_lm_figures(recognizer, val_dir, figures):
     # The language model's weights were chosen on words of the held-out families, so it is
     # reported for words only.
     from crnn_multigpu.datasets import open_dataset
-    from crnn_multigpu.ocr.char_lm import CharLmDecoder, prose_language_model
-    recognizer.language_model = CharLmDecoder(prose_language_model(recognizer.charset))
+    from crnn_multigpu.ocr.char_lm import reading_decoder
+    recognizer.language_model = reading_decoder(recognizer.language, recognizer.charset,
+                                                enabled=True)
     read_with_lm = recognizer.evaluate(open_dataset(val_dir), keep_examples=0)[0]
     figures.update(word_accuracy_char_lm=read_with_lm["word_accuracy"],
                    cer_char_lm=read_with_lm["cer"])

@@ -84,28 +84,36 @@ def add_language_model_arguments(parser):
                              "model of the model's language (its description's char_lm: English "
                              "counted at start-up, about 2 s, from the training part of the line "
                              "generator's prose; Chinese shipped, counted from its prose and "
-                             "jieba's words). Chinese reads with it unless --no-char-lm")
+                             "jieba's words). Chinese reads with it unless --no-char-lm or "
+                             "--beam-width")
     parser.add_argument("--no-char-lm", dest="char_lm", action="store_const", const=False,
                         help="read without the character model (greedy or --beam-width), even "
                              "in a language that reads with it by default")
     parser.add_argument("--lm-weight", type=float_range(0.0, MAX_LM_WEIGHT), default=None,
                         metavar="W",
                         help="with the character model: weight of its log probability, in "
-                             "[0, %g] (1: as much as the image's; default: the language's, "
-                             "English %g)" % (MAX_LM_WEIGHT, char_lm.DEFAULT_WEIGHT))
+                             "[0, %g] (1: as much as the image's; default: the language's "
+                             "description's char_lm: English %g, Chinese 0.1)"
+                             % (MAX_LM_WEIGHT, char_lm.DEFAULT_WEIGHT))
     parser.add_argument("--lm-bonus", type=float_range(0.0, MAX_LM_BONUS), default=None,
                         metavar="B",
                         help="with the character model: score added per character read, "
                              "against the model's cost of each, in [0, %g] (more pays for "
-                             "characters the image does not show; default: the language's, "
-                             "English %g)" % (MAX_LM_BONUS, char_lm.DEFAULT_BONUS))
+                             "characters the image does not show; default: the language's "
+                             "description's char_lm: English %g, Chinese 1.0)"
+                             % (MAX_LM_BONUS, char_lm.DEFAULT_BONUS))
 
 
 def language_model_decoder(args, reader):
     """The CharLmDecoder the language-model flags give ``reader`` (a TextReader: its charset
-    and language), or None: --char-lm, --no-char-lm, else the language's default."""
-    return char_lm.reading_decoder(reader.language, reader.charset, args.char_lm,
-                                   args.lm_weight, args.lm_bonus)
+    and language), or None: --char-lm, --no-char-lm, else the language's default unless
+    --beam-width asks for TensorFlow's beam search (whose reading the character model's
+    search would replace)."""
+    enabled = args.char_lm
+    if enabled is None and getattr(args, "beam_width", 0) > 1:
+        enabled = False
+    return char_lm.reading_decoder(reader.language, reader.charset, enabled, args.lm_weight,
+                                   args.lm_bonus)
 
 
 def lexicon_words(args):

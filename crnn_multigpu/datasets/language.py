@@ -21,8 +21,8 @@ file beside it. The keys:
   compares);
 * ``char_lm``: the character language model the reading tools fuse with the image
   (:mod:`crnn_multigpu.ocr.char_lm`): its ``order``, ``weight`` and ``bonus``, whether they
-  read with it unless told otherwise (``reads_with``), whether the word list joins the prose
-  it is counted from (``words``), and the file of counts shipped beside the description
+  read with it unless told otherwise (``on_by_default``), whether the word list joins the
+  prose it is counted from (``with_word_list``), and the file of counts shipped beside the description
   (``counts``; else they are counted from the prose at start-up).
 """
 import io
@@ -41,10 +41,10 @@ HELDOUT_EVERY = 10  # one prose unit in ten is held out
 # The character language model's settings where a description leaves them out: chosen with
 # make train's model on 1,000 words of its held-out families rendered apart from its
 # validation set (crnn-generate --fonts heldout --kinds word --seed 7), over orders 3-6,
-# weights 0.1-1.2 and bonuses 0-2.5: 91.8 % greedy, 93.4 % so (see the README); off unless
+# weights 0.1-1.2 and bonuses 0-2.5: 91.8 % greedy, 93.4 % so (docs/ocr.md); off unless
 # asked for.
-CHAR_LM_DEFAULTS = {"order": 4, "weight": 0.2, "bonus": 1.5, "reads_with": False,
-                    "words": False, "counts": None}
+CHAR_LM_DEFAULTS = {"order": 4, "weight": 0.2, "bonus": 1.5, "on_by_default": False,
+                    "with_word_list": False, "counts": None}
 
 
 def language_names():

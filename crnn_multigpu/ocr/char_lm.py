@@ -31,8 +31,8 @@ from crnn_multigpu.ocr.lexicon import ctc_log_likelihood
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CharNgramModel", "CharLmDecoder", "prose_language_model", "language_model",
-           "reading_decoder"]
+__all__ = ["CharNgramModel", "CharLmDecoder", "prose_language_model", "weighted_words",
+           "load_language_model", "reading_decoder"]
 
 # Context markers, outside every charset (control characters, never in a label).
 _START = "\x02"
@@ -109,16 +109,19 @@ class CharNgramModel(object):
 
     def save(self, path):
         """Write the counts to ``path`` (a compressed .npz) for :meth:`load`."""
-        if self.charset.num_classes > np.iinfo(np.uint16).max:
-            raise ValueError("a charset of %d classes is too large for the saved counts' 16-bit "
-                             "class ids" % self.charset.num_classes)
+        if self.charset.num_classes - 1 > np.iinfo(np.uint16).max or \
+                self._times.max() > np.iinfo(np.uint32).max:
+            raise ValueError("the counts do not fit the saved file's 16-bit class ids and 32-bit "
+                             "counts (%d classes, a count of %d)"
+                             % (self.charset.num_classes, self._times.max()))
         contexts = sorted(self._rows, key=self._rows.get)
-        np.savez_compressed(
-            path, order=self.order, charset=np.frombuffer(self.charset.chars.encode("utf-8"),
-                                                          np.uint8),
-            contexts=np.frombuffer("\0".join(contexts).encode("utf-8"), np.uint8),
-            starts=self._starts, next_ids=self._next_ids.astype(np.uint16),
-            times=self._times.astype(np.uint32))
+        with open(path, "wb") as stream:  # numpy would add ".npz" to a path without it
+            np.savez_compressed(
+                stream, order=self.order,
+                charset=np.frombuffer(self.charset.chars.encode("utf-8"), np.uint8),
+                contexts=np.frombuffer("\0".join(contexts).encode("utf-8"), np.uint8),
+                starts=self._starts, next_ids=self._next_ids.astype(np.uint16),
+                times=self._times.astype(np.uint32))
 
     @classmethod
     def load(cls, path, charset):
@@ -274,9 +277,12 @@ def prose_language_model(charset, order=DEFAULT_ORDER, texts=None, language=None
     case)."""
     language = language or get_language()
     units = language.prose("train", texts)
-    if language.char_lm.get("words") and texts is None:
-        units += list(weighted_words(language.word_list_path(), language.word_list_separator,
-                                     charset))
+    if language.char_lm["with_word_list"] and texts is None:
+        path = language.word_list_path()
+        if path is None:
+            raise ValueError("%s.json's char_lm asks for its word list, but it names none "
+                             "(\"words\": {\"source\": ...})" % language.name)
+        units += list(weighted_words(path, language.word_list_separator, charset))
     if " " not in charset:
         lower_only = not any(char.isupper() for char in charset.chars)
         words = []
@@ -303,7 +309,7 @@ def weighted_words(path, separator, charset):
                 yield word
 
 
-def language_model(language, charset):
+def load_language_model(language, charset):
     """The character model ``language`` reads with: the counts its description ships
     (``char_lm.counts``, written by ``scripts/build_char_lm.py``), else counted from its prose
     at start-up (English: about 2 s)."""
@@ -313,17 +319,23 @@ def language_model(language, charset):
             raise ValueError("%s is missing: the %s character model ships with the package; "
                              "count it again with scripts/build_char_lm.py --language %s"
                              % (path, language.title, language.name))
-        return CharNgramModel.load(path, charset)
+        model = CharNgramModel.load(path, charset)
+        if model.order != language.char_lm["order"]:
+            raise ValueError("%s holds a %d-gram but %s.json asks for order %d: count it again "
+                             "with scripts/build_char_lm.py --language %s"
+                             % (path, model.order, language.name, language.char_lm["order"],
+                                language.name))
+        return model
     return prose_language_model(charset, language.char_lm["order"], language=language)
 
 
-def reading_decoder(language, charset, wanted=None, weight=None, bonus=None):
-    """The :class:`CharLmDecoder` a model of ``language`` reads with, or None: when ``wanted``
-    (default: the language's ``char_lm.reads_with``), its character model, weight and bonus
+def reading_decoder(language, charset, enabled=None, weight=None, bonus=None):
+    """The :class:`CharLmDecoder` a model of ``language`` reads with, or None: when ``enabled``
+    (default: the language's ``char_lm.on_by_default``), its character model, weight and bonus
     (``weight`` and ``bonus`` override them)."""
     settings = language.char_lm
-    if not (settings["reads_with"] if wanted is None else wanted):
+    if not (settings["on_by_default"] if enabled is None else enabled):
         return None
-    return CharLmDecoder(language_model(language, charset),
+    return CharLmDecoder(load_language_model(language, charset),
                          weight=settings["weight"] if weight is None else weight,
                          bonus=settings["bonus"] if bonus is None else bonus)

@@ -76,7 +76,10 @@ class Recognizer(TextReader):
         summed over all CTC alignments instead of that of the best path.
       language_model: optional :class:`~crnn_multigpu.ocr.char_lm.CharLmDecoder` (also settable
         later as ``recognizer.language_model``): every image is then read by its beam search
-        with a character language model, before any lexicon.
+        with a character language model, before any lexicon. Default: greedy, the model's own
+        reading; the reading tools give a language's models its default decoder
+        (``char_lm.reading_decoder(recognizer.language, recognizer.charset)``: Chinese reads
+        with its character model).
       towers: run each batch over this many towers: the first GPUs, or virtual CPUs on a
         machine without GPUs (``runtime.placement.resolve_placement``: more than the GPUs is
         refused, as crnn-train refuses it).
