@@ -7,6 +7,7 @@ import os
 
 from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_class,
                                       float_range, int_range, non_negative_int, positive_int)
+from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.ocr import char_lm
 from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, SHIPPED, shipped_model
 
@@ -92,16 +93,20 @@ def add_language_model_arguments(parser):
     parser.add_argument("--lm-weight", type=float_range(0.0, MAX_LM_WEIGHT), default=None,
                         metavar="W",
                         help="with the character model: weight of its log probability, in "
-                             "[0, %g] (1: as much as the image's; default: the language's "
-                             "description's char_lm: English %g, Chinese 0.1)"
-                             % (MAX_LM_WEIGHT, char_lm.DEFAULT_WEIGHT))
+                             "[0, %g] (1: as much as the image's; default: the language's, %s)"
+                             % (MAX_LM_WEIGHT, _described("weight")))
     parser.add_argument("--lm-bonus", type=float_range(0.0, MAX_LM_BONUS), default=None,
                         metavar="B",
                         help="with the character model: score added per character read, "
                              "against the model's cost of each, in [0, %g] (more pays for "
-                             "characters the image does not show; default: the language's "
-                             "description's char_lm: English %g, Chinese 1.0)"
-                             % (MAX_LM_BONUS, char_lm.DEFAULT_BONUS))
+                             "characters the image does not show; default: the language's, %s)"
+                             % (MAX_LM_BONUS, _described("bonus")))
+
+
+def _described(setting):
+    """Each described language's char_lm ``setting``, for --help: "English 0.2, ..."."""
+    return ", ".join("%s %g" % (language.title, language.char_lm[setting])
+                     for language in map(get_language, language_names()))
 
 
 def language_model_decoder(args, reader):

@@ -22,8 +22,8 @@ file beside it. The keys:
 * ``char_lm``: the character language model the reading tools fuse with the image
   (:mod:`crnn_multigpu.ocr.char_lm`): its ``order``, ``weight`` and ``bonus``, whether they
   read with it unless told otherwise (``on_by_default``), whether the word list joins the
-  prose it is counted from (``with_word_list``), and the file of counts shipped beside the description
-  (``counts``; else they are counted from the prose at start-up).
+  prose it is counted from (``with_word_list``), and the file of counts shipped beside the
+  description (``counts``; else they are counted from the prose at start-up).
 """
 import io
 import json

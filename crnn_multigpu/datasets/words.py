@@ -82,7 +82,8 @@ class WordList(object):
             raise ValueError("word list %s has no word the charset can write" % path)
         self.path = path
         self.words = sorted(weights)
-        self._cumulative = np.cumsum([weights[w] for w in self.words])
+        self.weights = [weights[w] for w in self.words]  # the list's counts, where it has them
+        self._cumulative = np.cumsum(self.weights)
 
     def __len__(self):
         return len(self.words)

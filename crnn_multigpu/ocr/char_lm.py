@@ -19,7 +19,6 @@ For a model whose charset has no space (the 36-class word model), the prose is l
 where the charset has one case and cut into words.
 """
 import collections
-import io
 import logging
 import math
 import os
@@ -27,6 +26,7 @@ import os
 import numpy as np
 
 from crnn_multigpu.datasets.language import CHAR_LM_DEFAULTS, get_language
+from crnn_multigpu.datasets.words import WordList
 from crnn_multigpu.ocr.lexicon import ctc_log_likelihood
 
 log = logging.getLogger(__name__)
@@ -63,9 +63,7 @@ class CharNgramModel(object):
         if int(order) != order or order < 1:
             raise ValueError("the language model's order must be a whole number >= 1, got %r"
                              % (order,))
-        self.charset, self.order = charset, int(order)
-        self._end = charset.num_classes - 1  # the blank's id stands for the end of the text
-        self._ids = dict((char, index) for index, char in enumerate(charset.chars))
+        self._start(charset, order)
         counts = {}  # context -> {class id seen after it: times}
         units = 0
         for text in texts:
@@ -91,6 +89,11 @@ class CharNgramModel(object):
         self._freeze(contexts, starts, next_ids, times)
         log.info("character %d-gram model: %d texts, %d contexts", self.order, units,
                  len(contexts))
+
+    def _start(self, charset, order):
+        self.charset, self.order = charset, int(order)
+        self._end = charset.num_classes - 1  # the blank's id stands for the end of the text
+        self._ids = dict((char, index) for index, char in enumerate(charset.chars))
 
     def _freeze(self, contexts, starts, next_ids, times):
         # Sparse rows (a context of a 6,900-class charset is followed by a handful of
@@ -134,9 +137,7 @@ class CharNgramModel(object):
             next_ids, times = saved["next_ids"].astype(np.int64), saved["times"].astype(np.int64)
             contexts = saved["contexts"].tobytes().decode("utf-8").split("\0")
         model = cls.__new__(cls)
-        model.charset, model.order = charset, order
-        model._end = charset.num_classes - 1
-        model._ids = dict((char, index) for index, char in enumerate(charset.chars))
+        model._start(charset, order)
         if counted != charset.chars:
             # Counted class id -> this charset's (-1: lacked); the end stays the end.
             ids = np.array([model._ids.get(char, -1) for char in counted] + [model._end])
@@ -282,7 +283,9 @@ def prose_language_model(charset, order=DEFAULT_ORDER, texts=None, language=None
         if path is None:
             raise ValueError("%s.json's char_lm asks for its word list, but it names none "
                              "(\"words\": {\"source\": ...})" % language.name)
-        units += list(weighted_words(path, language.word_list_separator, charset))
+        units += list(weighted_words(WordList(
+            path, lambda word: None if charset.unknown_chars(word) else word, common_path=None,
+            min_len=2, separator=language.word_list_separator)))
     if " " not in charset:
         lower_only = not any(char.isupper() for char in charset.chars)
         words = []
@@ -294,19 +297,13 @@ def prose_language_model(charset, order=DEFAULT_ORDER, texts=None, language=None
     return CharNgramModel(charset, units, order)
 
 
-def weighted_words(path, separator, charset):
-    """The words of the word list at ``path`` (``word<separator>count`` lines; two characters
-    or more, in ``charset``), each repeated ``round(log10(1 + count))`` times, at least once:
-    the counts say which words are common without letting the commonest drown the prose."""
-    with io.open(path, encoding="utf-8") as stream:
-        for line in stream:
-            fields = line.split(separator)
-            word = fields[0].strip()
-            if len(word) < 2 or charset.unknown_chars(word):
-                continue
-            count = int(fields[1]) if len(fields) > 1 and fields[1].strip().isdigit() else 0
-            for _ in range(max(1, int(round(math.log10(1 + count))))):
-                yield word
+def weighted_words(word_list):
+    """The words of a :class:`~crnn_multigpu.datasets.words.WordList`, each repeated
+    ``round(log10(1 + count))`` times, at least once: the list's counts say which words are
+    common without letting the commonest drown the prose."""
+    for word, count in zip(word_list.words, word_list.weights):
+        for _ in range(max(1, int(round(math.log10(1 + count))))):
+            yield word
 
 
 def load_language_model(language, charset):
