@@ -5,6 +5,8 @@ Usage::
     python scripts/compare_tesseract.py                # the reserved material, about 25 minutes
     python scripts/compare_tesseract.py --quick        # fewer samples, a few minutes
     python scripts/compare_tesseract.py --pdf DOC.pdf:3-5 --pdf OTHER.pdf:1   # your own PDFs
+    python scripts/compare_tesseract.py --faces heldout --words-only --words 1000
+                                  # words in the held-out families, material a choice may use
 
 Material (by default the project's reserved material, which no model trained, validated or
 was chosen on): single words rendered in the reserved type families (Liberation, FreeFont,
@@ -156,17 +158,30 @@ def row_texts(pdf, page):
             for box, words in layout_rows(pdf, page)]
 
 
-def render_words(out, count, seed):
-    """``count`` dictionary words set in clean print (dark on white, 20-44 px, no neighbours
-    or degradations) in the reserved families; ``([(path, label)], number of faces)``."""
-    from PIL import ImageDraw
-    from crnn_multigpu.datasets.fonts import find_fonts, is_reserved, load_font
-    from crnn_multigpu.datasets.words import default_word_list
+def word_faces(side):
+    """The faces words are rendered in: ``"reserved"``, the reserved families (Liberation,
+    FreeFont, URW base35, TeX Gyre; independent checks only), or ``"heldout"``, the English
+    families the font split holds out from training (validation material, which a choice may
+    use)."""
+    from crnn_multigpu.datasets.fonts import find_fonts, is_reserved, select_fonts
+    from crnn_multigpu.datasets.language import get_language
+    if side == "heldout":
+        return select_fonts("heldout", chars=Charset.default().chars,
+                            language=get_language("en"))
     fonts = [path for path in find_fonts(chars=Charset.default().chars, include_reserved=True)
              if is_reserved(path)]
     if not fonts:
         fail("no reserved type families installed (Liberation, FreeFont, URW base35, TeX Gyre); "
              "run scripts/install_system_packages.sh --compare")
+    return fonts
+
+
+def render_words(out, count, seed, fonts):
+    """``count`` dictionary words set in clean print (dark on white, 20-44 px, no neighbours
+    or degradations) in ``fonts``; ``([(path, label)], number of faces)``."""
+    from PIL import ImageDraw
+    from crnn_multigpu.datasets.fonts import load_font
+    from crnn_multigpu.datasets.words import default_word_list
     if default_word_list() is None:
         fail("no system word list; apt-get install wamerican")
     with open(default_word_list(), encoding="utf-8") as stream:
@@ -362,6 +377,29 @@ def table_lines(systems, table):
     return lines
 
 
+def pdf_tables(args, pdfs, project, tesseract, paddle, scratch):
+    """The rows of the table for lines cut from ``pdfs`` and for their whole pages."""
+    table = collections.OrderedDict()
+    lines = cut_pdf_lines(scratch, pdfs, args.lines, args.seed)
+    paths = [path for path, _ in lines]
+    figures = compare_samples("lines cut from the PDFs, 150 dpi", lines, [
+        ("project", project.read_words(project.lines, paths))] +
+        peer_readings(paths, 7, tesseract, paddle, scratch), None, picture=args.picture)
+    table["lines cut from the PDFs, 150 dpi"] = [
+        ("lines exactly right", [row["word_accuracy"] for row in figures], len(lines)),
+        ("CER", [row["cer"] for row in figures], len(lines))]
+    totals, seconds, n_pages = compare_pages(pdfs, project, tesseract, paddle, scratch,
+                                             args.seed)
+    for look in PAGE_LOOKS:
+        scores = totals[look]
+        table["pages, %s" % look] = [
+            ("CER", scores[:, 0] / scores[:, 1], n_pages),
+            ("WER", scores[:, 2] / scores[:, 3], n_pages),
+            ("rows exactly right", scores[:, 4] / scores[:, 5], int(scores[0, 5])),
+            ("seconds per page", seconds[look], n_pages)]
+    return table
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pdf", action="append", metavar="FILE:PAGES",
@@ -371,12 +409,17 @@ def main(argv=None):
     parser.add_argument("--words", type=int, default=400, help="words per word set")
     parser.add_argument("--lines", type=int, default=300, help="lines cut from the PDFs")
     parser.add_argument("--quick", action="store_true", help="100 words, 100 lines, 1 page a PDF")
+    parser.add_argument("--faces", choices=("reserved", "heldout"), default="reserved",
+                        help="the families words are rendered in: the reserved ones (the "
+                        "default) or those the font split holds out from training")
+    parser.add_argument("--words-only", action="store_true",
+                        help="only the rendered words: no PDF words, lines or pages")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--picture", help="a PNG of PDF lines the systems read differently")
     args = parser.parse_args(argv)
     pdfs = [tuple(spec.rsplit(":", 1)) if ":" in spec else (spec, "1") for spec in args.pdf] \
         if args.pdf else list(RESERVED_PAGES)
-    for pdf, pages in pdfs:
+    for pdf, pages in [] if args.words_only else pdfs:
         if not os.path.isfile(pdf):
             fail("%s not found; install the reserved PDFs with scripts/install_system_packages.sh "
                  "--compare, or pass --pdf FILE:PAGES" % pdf)
@@ -387,10 +430,12 @@ def main(argv=None):
     project = Project(args.word_model, args.line_model)
     table = collections.OrderedDict()
     with tempfile.TemporaryDirectory() as scratch:
-        rendered, faces = render_words(scratch, args.words, args.seed)
-        for title, samples in (("words rendered in %d reserved faces" % faces, rendered),
-                               ("words cut from the PDFs, 110 dpi",
-                                cut_pdf_words(scratch, pdfs, args.words, args.seed))):
+        rendered, faces = render_words(scratch, args.words, args.seed, word_faces(args.faces))
+        word_sets = [("words rendered in %d %s faces" % (faces, args.faces), rendered)]
+        if not args.words_only:
+            word_sets.append(("words cut from the PDFs, 110 dpi",
+                              cut_pdf_words(scratch, pdfs, args.words, args.seed)))
+        for title, samples in word_sets:
             paths = [path for path, _ in samples]
             peers = peer_readings(paths, 8, tesseract, paddle, scratch)
             table[title] = []
@@ -399,26 +444,12 @@ def main(argv=None):
                     ("project", project.read_words(recognizer, paths))] + peers, FOLD)
                 table[title].append(("word accuracy, %s" % model,
                                      [row["word_accuracy"] for row in figures], len(samples)))
-        lines = cut_pdf_lines(scratch, pdfs, args.lines, args.seed)
-        paths = [path for path, _ in lines]
-        figures = compare_samples("lines cut from the PDFs, 150 dpi", lines, [
-            ("project", project.read_words(project.lines, paths))] +
-            peer_readings(paths, 7, tesseract, paddle, scratch), None, picture=args.picture)
-        table["lines cut from the PDFs, 150 dpi"] = [
-            ("lines exactly right", [row["word_accuracy"] for row in figures], len(lines)),
-            ("CER", [row["cer"] for row in figures], len(lines))]
-        totals, seconds, n_pages = compare_pages(pdfs, project, tesseract, paddle, scratch,
-                                                 args.seed)
-    for look in PAGE_LOOKS:
-        scores = totals[look]
-        table["pages, %s" % look] = [
-            ("CER", scores[:, 0] / scores[:, 1], n_pages),
-            ("WER", scores[:, 2] / scores[:, 3], n_pages),
-            ("rows exactly right", scores[:, 4] / scores[:, 5], int(scores[0, 5])),
-            ("seconds per page", seconds[look], n_pages)]
+        if not args.words_only:
+            table.update(pdf_tables(args, pdfs, project, tesseract, paddle, scratch))
     print("\n".join(table_lines(["this project", tesseract.version, paddle.name], table)))
-    print("pages: %s; start-ups counted once over all pages (project %.1f s)"
-          % (", ".join("%s %s" % (os.path.basename(p), s) for p, s in pdfs), project.startup))
+    if not args.words_only:
+        print("pages: %s; start-ups counted once over all pages (project %.1f s)"
+              % (", ".join("%s %s" % (os.path.basename(p), s) for p, s in pdfs), project.startup))
     return 0
 
 

@@ -153,3 +153,22 @@ def test_the_table_has_a_column_per_system_and_the_best_in_bold():
     assert lines[2:] == ["| lines | lines exactly right | 93.3 % | 82.7 % | **95.0 %** | 300 |",
                          "| lines | CER | **0.20 %** | 0.48 % | 0.30 % | 300 |",
                          "| pages, 150 dpi | seconds per page | **0.65** | 1.69 | 20.00 | 11 |"]
+
+
+def test_heldout_word_faces_are_the_splits_heldout_side_and_never_reserved():
+    from crnn_multigpu.datasets.charset import Charset
+    from crnn_multigpu.datasets.fonts import is_reserved, select_fonts
+    from crnn_multigpu.datasets.language import get_language
+    faces = compare.word_faces("heldout")
+    assert faces == select_fonts("heldout", chars=Charset.default().chars,
+                                 language=get_language("en"))
+    assert not any(is_reserved(path) for path in faces)
+
+
+def test_words_are_rendered_in_the_faces_given(tmp_path):
+    samples, faces = compare.render_words(str(tmp_path), 6, 3, [DEJAVU + "DejaVuSans.ttf"])
+    assert faces == 1 and len(samples) == 6
+    for path, word in samples:
+        assert word.isalpha()
+        with Image.open(path) as image:
+            assert image.height >= 20 and image.width > image.height // 2
