@@ -3,6 +3,7 @@ import os
 import sys
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -10,6 +11,11 @@ from crnn_multigpu.compat import tf  # noqa: E402
 from crnn_multigpu.wrapper.devices import close_session, session_config  # noqa: E402
 
 N_VIRTUAL_CPUS = 4
+
+# Property tests draw the same examples on every run and machine (a fixed seed per test, no
+# example database): a fresh clone's run cannot turn red on a draw no earlier run made.
+settings.register_profile("seeded", derandomize=True, database=None)
+settings.load_profile("seeded")
 
 
 def pytest_collection_modifyitems(items):
@@ -49,8 +55,9 @@ def make_session(fresh_graph):
 def tiny_dataset(tmp_path_factory):
     """48 synthetic text lines (up to 5 characters) as a folder dataset."""
     from crnn_multigpu.datasets.charset import Charset
-    from crnn_multigpu.datasets import SyntheticTextGenerator, find_fonts, write_dataset
+    from crnn_multigpu.datasets import SyntheticTextGenerator, write_dataset
+    from faces import tiny_faces
     root = str(tmp_path_factory.mktemp("tiny") / "folder")
-    generator = SyntheticTextGenerator(Charset.default(), find_fonts()[:3], max_len=5, seed=5)
+    generator = SyntheticTextGenerator(Charset.default(), tiny_faces(), max_len=5, seed=5)
     write_dataset(root, generator, 48, progress=False)
     return root

@@ -5,7 +5,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from crnn_multigpu.datasets.charset import Charset
-from crnn_multigpu.datasets import (SyntheticDataset, SyntheticTextGenerator, find_fonts,
+from crnn_multigpu.datasets import (SyntheticDataset, SyntheticTextGenerator,
                                     load_image, open_dataset, write_lmdb)
 from crnn_multigpu.datasets.augment import (Degrader, Reframer, StrokeWeight,
                                             training_augmentation)
@@ -15,6 +15,7 @@ from crnn_multigpu.datasets.steps import StepBatches
 from crnn_multigpu.wrapper.devices import cpu_devices
 from crnn_multigpu.wrapper.feeding import StepInput
 from crnn_multigpu.wrapper.sharding import split_batch
+from faces import tiny_faces
 
 CHARSET = Charset.default()
 BATCH, TOWERS = 8, 2
@@ -25,7 +26,7 @@ def dataset(request, tiny_dataset, tmp_path_factory):
     """The same kind of 48 renderings as a folder, an LMDB database and a live generator."""
     if request.param == "folder":
         return open_dataset(tiny_dataset, charset=CHARSET)
-    generator = SyntheticTextGenerator(CHARSET, find_fonts()[:3], max_len=5, seed=5)
+    generator = SyntheticTextGenerator(CHARSET, tiny_faces(), max_len=5, seed=5)
     if request.param == "lmdb":
         path = str(tmp_path_factory.mktemp("augment") / "lmdb")
         write_lmdb(path, generator.iterate(0, 48))
@@ -141,7 +142,7 @@ def text_line(height=40, width=300):
     """A rendered line of text: dark strokes on a light background, ink about 0.7 of the
     height (what the renderer and the row cutter give)."""
     image = Image.new("L", (width, height), 250)
-    font = ImageFont.truetype(find_fonts()[0], int(height * 0.7))
+    font = ImageFont.truetype(tiny_faces()[0], int(height * 0.7))
     ImageDraw.Draw(image).text((6, 2), "Frame 42 lines", font=font, fill=10)
     return image
 

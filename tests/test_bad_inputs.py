@@ -72,15 +72,12 @@ def test_train_configuration_errors(case, tiny_dataset, tmp_path, capsys):
     assert not os.path.exists(os.path.join(str(tmp_path / "run"), "checkpoints", "checkpoint"))
 
 
-def test_missing_fonts_is_a_clear_error(tmp_path, capsys):
+def test_missing_fonts_is_a_clear_error(tmp_path, capsys, monkeypatch):
     empty = tmp_path / "no-fonts"
     empty.mkdir()
-    os.environ["CRNN_FONT_DIRS"] = str(empty)
-    try:
-        code, err = cli(generate.main, ["--out", str(tmp_path / "out"), "--count", "2",
-                                        "--font-dir", str(empty), "--quiet"], capsys)
-    finally:
-        del os.environ["CRNN_FONT_DIRS"]
+    monkeypatch.setenv("CRNN_FONT_DIRS", str(empty))
+    code, err = cli(generate.main, ["--out", str(tmp_path / "out"), "--count", "2",
+                                    "--font-dir", str(empty), "--quiet"], capsys)
     assert code == 2 and "font" in err.lower() and str(empty) in err
 
 

@@ -217,12 +217,12 @@ def test_crnn_train_sync_bn_on_two_towers_trains_like_one_tower(tiny_dataset, tm
         return sum(np.abs(run[n] - one[n]).sum() for n in one if n.endswith(suffix))
 
     # The moving statistics are the direct readout of the moments each tower normalised with:
-    # synchronised towers match one tower to float noise (~1e-4 summed here, as much as turning
-    # oneDNN on or off moves one tower), towers that normalise their own shards miss by ~0.4.
+    # synchronised towers match one tower to float noise (1e-4 to 5e-4 summed, about what turning
+    # oneDNN on or off moves one tower), towers that normalise their own shards miss by 0.5 to 1.5.
     for suffix in ("moving_mean", "moving_variance"):
         assert distance(synced, suffix) < distance(unsynced, suffix) / 100, suffix
-    # The weights after the step only bound it loosely: on rendered text (flat background, ties
-    # in max-pooling, Adam moving a near-zero gradient by about +-lr) float noise is amplified
-    # to a few tenths summed, against ~10 without sync. Exact gradients are what
-    # test_crnn_with_sync_bn_equals_the_plain_crnn checks, on the graph itself.
+    # The weights after the step bound it loosely: on rendered text (flat background, ties in
+    # max-pooling, Adam moving a near-zero gradient by about +-lr) float noise is amplified, to
+    # 0.003-0.11 summed on these faces and 0.23 on others tried, against 11-15 without sync.
+    # Exact gradients are what test_crnn_with_sync_bn_equals_the_plain_crnn checks, on the graph.
     assert distance(synced, "kernel") < distance(unsynced, "kernel") / 5

@@ -1,0 +1,10 @@
+"""The type faces tests render in, pinned: a test's images must not change with whatever else a
+machine has installed (fonts-dejavu-core comes with every set-up, `make` installs it)."""
+from crnn_multigpu.datasets import find_fonts
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu"
+
+
+def tiny_faces():
+    """The three DejaVu faces the tiny training sets are drawn in."""
+    return find_fonts([DEJAVU])[:3]
