@@ -1,5 +1,5 @@
 """The type faces tests render in, pinned: a test's images must not change with whatever else a
-machine has installed (fonts-dejavu-core comes with every set-up, `make` installs it)."""
+machine has installed (fonts-dejavu-core and -extra: scripts/install_system_packages.sh)."""
 from crnn_multigpu.datasets import find_fonts
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu"

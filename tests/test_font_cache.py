@@ -8,7 +8,7 @@ import pytest
 from crnn_multigpu.datasets import fonts
 from crnn_multigpu.datasets.font_cache import CACHE_NAME, CoverageCache, cache_path
 
-DEJAVU = "/usr/share/fonts/truetype/dejavu"
+from faces import DEJAVU
 
 
 class Counting(object):

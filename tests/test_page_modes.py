@@ -8,7 +8,7 @@ from crnn_multigpu.datasets import find_fonts, load_font
 from crnn_multigpu.datasets.images import grey_page
 from crnn_multigpu.ocr.page_reader import PageReader
 
-DEJAVU = "/usr/share/fonts/truetype/dejavu"
+from faces import DEJAVU
 
 
 class RecordingReader(object):

@@ -19,7 +19,7 @@ from crnn_multigpu.datasets import (SyntheticTextGenerator, find_fonts, load_ima
 from crnn_multigpu.ocr import picture
 from crnn_multigpu.ocr.inference import Recognizer
 
-DEJAVU = "/usr/share/fonts/truetype/dejavu"
+from faces import DEJAVU
 TINY = ["--model", "tiny", "--batch-size", "8", "--log-every", "5", "--validate-every", "0"]
 
 
