@@ -3,6 +3,9 @@ machine has installed (fonts-dejavu-core and -extra: scripts/install_system_pack
 from crnn_multigpu.datasets import find_fonts
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu"
+# fonts-wqy-microhei (install_system_packages.sh --minimal): a collection of two faces that draw
+# GB2312's Hanzi, which DejaVu lacks.
+MICROHEI = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
 
 
 def tiny_faces():

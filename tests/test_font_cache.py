@@ -1,5 +1,7 @@
 """The font coverage cache: answers kept across processes, checked again when a file changes."""
+import collections
 import json
+import logging
 import os
 import shutil
 
@@ -7,8 +9,9 @@ import pytest
 
 from crnn_multigpu.datasets import fonts
 from crnn_multigpu.datasets.font_cache import CACHE_NAME, CoverageCache, cache_path
+from crnn_multigpu.datasets.language import get_language
 
-from faces import DEJAVU
+from faces import DEJAVU, MICROHEI
 
 
 class Counting(object):
@@ -17,7 +20,7 @@ class Counting(object):
     def __init__(self):
         self.calls = []
 
-    def __call__(self, path, chars):
+    def __call__(self, path, chars, at_most=None):
         self.calls.append((path, chars))
         return [char for char in chars if char == u"中"]
 
@@ -104,13 +107,85 @@ def test_find_fonts_asks_each_face_once_across_processes(tmp_path, monkeypatch):
     stored = json.load(open(cache_path()))["fonts"]
     assert len(stored) == len(first) > 0
 
-    def no_rendering(path, chars):
+    def no_rendering(path, chars, at_most=None):
         raise AssertionError("rendered %s again" % path)
     monkeypatch.setattr(fonts, "missing_chars", no_rendering)
     monkeypatch.setattr(fonts, "_GAPS", {})  # what this process learnt: as a new process
     assert fonts.find_fonts([DEJAVU], chars="abc123") == first
     with pytest.raises(AssertionError, match="rendered"):
         fonts.find_fonts([DEJAVU], chars="abcd")  # other characters: another question
+
+
+def test_a_partial_answer_serves_only_the_question_it_answers(tmp_path):
+    face, check = font_copy(tmp_path), Counting()
+    cache = CoverageCache(str(tmp_path / CACHE_NAME))
+
+    def lacks_four(path, chars, at_most=None):
+        check(path, chars)
+        return "wxyz"[:None if at_most is None else at_most + 1]
+    assert cache.missing(face, "abwxyz", lacks_four, at_most=1) == "wx"  # lacks more than 1
+    assert cache.knows(face, "abwxyz", at_most=1) and not cache.knows(face, "abwxyz")
+    assert cache.missing(face, "abwxyz", lacks_four, at_most=0) == "wx" and len(check.calls) == 1
+    assert cache.missing(face, "abwxyz", lacks_four, at_most=2) == "wxy"  # "wx" cannot tell
+    assert cache.missing(face, "abwxyz", lacks_four) == "wxyz" and len(check.calls) == 3
+    assert cache.missing(face, "abwxyz", lacks_four, at_most=1) == "wxyz"  # the whole answer
+    assert len(check.calls) == 3 and cache.checked == 3
+
+
+def renders_by_face(monkeypatch):
+    """{font file: number of characters rendered} while find_fonts checks faces."""
+    counts, render = collections.Counter(), fonts._render
+
+    def counted(font, text):
+        counts[os.path.basename(font.path)] += 1
+        return render(font, text)
+    monkeypatch.setattr(fonts, "_render", counted)
+    return counts
+
+
+def test_a_face_lacking_too_much_of_a_large_charset_is_rendered_only_until_that_is_clear(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "fonts"
+    folder.mkdir()
+    for path in (os.path.join(DEJAVU, "DejaVuSans.ttf"), MICROHEI):
+        os.symlink(path, str(folder / os.path.basename(path)))
+    han = "".join(chr(code) for code in range(0x4e00, 0x4e00 + 300))  # Micro Hei draws them
+    chars, allowed = "abc" + han, 3  # 1 % of 303
+    renders = renders_by_face(monkeypatch)
+    found = fonts.find_fonts([str(folder)], chars=chars, language=get_language("zh"))
+    assert [os.path.basename(face) for face in found] == ["wqy-microhei.ttc#0", "wqy-microhei.ttc#1"]
+    # .notdef, "abc", then Hanzi until more than `allowed` are missing; each Micro Hei face: all.
+    assert renders == {"DejaVuSans.ttf": 1 + 3 + allowed + 1, "wqy-microhei.ttc": 2 * (1 + 303)}
+    assert fonts.face_gaps([str(folder / "DejaVuSans.ttf")], chars) == {
+        str(folder / "DejaVuSans.ttf"): frozenset(han)}  # asked for all it lacks: all of them
+
+
+def test_a_long_check_says_what_it_does_and_a_stopped_one_keeps_its_answers(
+        tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(fonts, "_ANNOUNCED_CHECKS", 0)
+    monkeypatch.setattr(fonts, "_REPORT_EVERY", 2)
+    faces = fonts.find_fonts([DEJAVU])
+    assert len(faces) >= 6  # fonts-dejavu-core alone has six
+    checks, missing_chars = [], fonts.missing_chars
+
+    def stopped_at_the_sixth(path, chars, at_most=None):
+        if len(checks) == 5:
+            raise KeyboardInterrupt
+        checks.append(path)
+        return missing_chars(path, chars, at_most)
+    monkeypatch.setattr(fonts, "missing_chars", stopped_at_the_sixth)
+    with caplog.at_level(logging.INFO, logger="crnn_multigpu"):
+        with pytest.raises(KeyboardInterrupt):
+            fonts.find_fonts([DEJAVU], chars="abc")
+    every = max(2, len(faces) // 10)
+    assert [record.getMessage() for record in caplog.records] == [
+        "checking which of 3 characters each of %d faces draws (once per machine; kept in %s)"
+        % (len(faces), cache_path())] + [
+        "checked %d of %d faces" % (done, len(faces)) for done in range(every, 6, every)]
+    kept = json.load(open(cache_path()))["fonts"]
+    assert len(kept) == 5 // every * every  # as of the last report
 
 
 def unblock_a_reader(fifo):

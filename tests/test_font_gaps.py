@@ -10,9 +10,8 @@ from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.datasets.synthetic import SyntheticTextGenerator
 
-DEJAVU = "/usr/share/fonts/truetype/dejavu/"
-# fonts-wqy-microhei (scripts/install_system_packages.sh --minimal): it draws "中", DejaVu not.
-MICROHEI = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
+from faces import DEJAVU, MICROHEI
+
 HAN = u"中"
 ZH = get_language("zh")  # English leaves the WenQuanYi faces out
 
@@ -29,7 +28,8 @@ def is_dejavu(face):
 def folder(tmp_path_factory):
     """DejaVu Sans and Sans Mono and the WenQuanYi Micro Hei collection, alone in a folder."""
     folder = tmp_path_factory.mktemp("gaps")
-    for path in (DEJAVU + "DejaVuSans.ttf", DEJAVU + "DejaVuSansMono.ttf", MICROHEI):
+    for path in (os.path.join(DEJAVU, "DejaVuSans.ttf"), os.path.join(DEJAVU, "DejaVuSansMono.ttf"),
+                 MICROHEI):
         os.symlink(path, str(folder / os.path.basename(path)))
     return str(folder)
 

@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 CACHE_NAME = "font_coverage.json"
 _VERSION = 2  # 1 kept whether a face drew everything; 2 keeps what it lacks
+# Marks the key of a partial answer: the first characters found missing of a face that lacks
+# too many to be used (a question asked with ``at_most``).
+_PARTIAL = "+"
 _WARNED = set()  # the paths of caches that are not regular files, warned about once
 
 
@@ -39,19 +42,40 @@ class CoverageCache(object):
     def __init__(self, path=None):
         self.path = path or cache_path()
         self._entries, self._new = None, False
+        self.checked = 0  # questions answered by checking the face, not from what was kept
         self._elsewhere = False  # the path is not a regular file: nothing is written there
 
-    def missing(self, path, chars, check):
-        """The characters of ``chars`` the face at ``path`` lacks, as a string."""
+    def missing(self, path, chars, check, at_most=None):
+        """The characters of ``chars`` the face at ``path`` lacks, as a string.
+
+        ``check(path, chars, at_most)`` finds them. With ``at_most``, an answer longer than
+        ``at_most`` may be cut short (a face lacking that many is not used, whatever else it
+        lacks); such partial answers are kept apart and never given to a question without it.
+        """
         key = _font_key(path)
         if key is None:  # unreadable: nothing to remember it by
-            return "".join(check(path, chars))
+            self.checked += 1
+            return "".join(check(path, chars, at_most))
         answers = self._load().setdefault(key, {})
-        chars_key = "%08x" % (zlib.crc32(chars.encode("utf-8")) & 0xffffffff)
-        if chars_key not in answers:
-            answers[chars_key] = "".join(check(path, chars))
-            self._new = True
-        return answers[chars_key]
+        whole = _chars_key(chars)
+        partial = whole + _PARTIAL
+        if whole in answers:
+            return answers[whole]
+        if at_most is not None and len(answers.get(partial, "")) > at_most:
+            return answers[partial]
+        found = "".join(check(path, chars, at_most))
+        self.checked += 1
+        answers[partial if at_most is not None and len(found) > at_most else whole] = found
+        self._new = True
+        return found
+
+    def knows(self, path, chars, at_most=None):
+        """True if :meth:`missing` would answer from what is kept, without checking."""
+        key = _font_key(path)
+        answers = self._load().get(key, {}) if key else {}
+        whole = _chars_key(chars)
+        return whole in answers or (at_most is not None and
+                                    len(answers.get(whole + _PARTIAL, "")) > at_most)
 
     def save(self):
         """Write the answers (whole or not at all); a cache folder that cannot be written, or a
@@ -107,6 +131,10 @@ def _kind(mode):
         if test(mode):
             return name
     return "a special file"
+
+
+def _chars_key(chars):
+    return "%08x" % (zlib.crc32(chars.encode("utf-8")) & 0xffffffff)
 
 
 def _font_key(face):

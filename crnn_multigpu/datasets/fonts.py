@@ -123,20 +123,25 @@ def _render(font, text):
     return canvas.size, canvas.tobytes(), font.getlength(text)
 
 
-def missing_chars(path, chars):
+def missing_chars(path, chars, at_most=None):
     """Characters of ``chars`` that the font at ``path`` draws as its .notdef glyph.
 
-    Whitespace is never reported: it renders blank in every font.
+    Whitespace is never reported: it renders blank in every font. With ``at_most``, the search
+    stops at the first ``at_most + 1`` found: a face lacking more is not used, and a Latin face
+    then costs a few hundred renders of a 6,899-character charset instead of all of them.
     Raises OSError if the font file cannot be loaded.
     """
     font = load_font(path, _PROBE_SIZE)
     notdef = _render(font, _UNMAPPED_CODEPOINT)
-    missing = []
+    missing, seen = [], set()
     for char in chars:
-        if char.isspace() or char in missing:
+        if char.isspace() or char in seen:
             continue
+        seen.add(char)
         if _render(font, char) == notdef:
             missing.append(char)
+            if at_most is not None and len(missing) > at_most:
+                break
     return missing
 
 
@@ -144,22 +149,42 @@ def missing_chars(path, chars):
 # @fontsource faces, joined from Google Fonts' slices, lack 38-39 of zh's 6,899. Text that
 # needs a character a face lacks is drawn in another face (:func:`face_gaps`).
 MAX_MISSING_SHARE = 0.01
-_GAPS = {}  # (face, chars) -> frozenset of the characters it lacks, as this process learnt them
+# (face, chars, at_most) -> frozenset of the characters it lacks, as this process learnt them
+# (with at_most, possibly only the first at_most + 1 of them)
+_GAPS = {}
+# Checking more faces x characters than this takes long enough (tens of seconds and up) to say
+# what is being done, and to keep the answers found so far if the run is stopped: they are
+# written down after every tenth of the faces, and at least this many faces apart.
+_ANNOUNCED_CHECKS = 200000
+_REPORT_EVERY = 50
 
 
-def _lacking(path, chars):
+def _lacking(path, chars, at_most=None):
     """The characters of ``chars`` the face lacks, a string (all of them if it cannot be read)."""
     try:
-        return "".join(missing_chars(path, chars))
+        return "".join(missing_chars(path, chars, at_most))
     except (OSError, ValueError):
         return chars
 
 
-def _learn_gaps(fonts, chars):
+def _learn_gaps(fonts, chars, at_most=None):
+    """Learn what each of ``fonts`` lacks of ``chars`` (with ``at_most``: enough to tell whether
+    it lacks more), from the coverage cache or by rendering; long checks report progress."""
     coverage = CoverageCache()
-    for path in fonts:
-        if (path, chars) not in _GAPS:
-            _GAPS[path, chars] = frozenset(coverage.missing(path, chars, _lacking))
+    needed = [path for path in fonts if (path, chars, at_most) not in _GAPS]
+    unknown = sum(1 for path in needed if not coverage.knows(path, chars, at_most))
+    announce = unknown * len(chars) > _ANNOUNCED_CHECKS
+    if announce:
+        log.info("checking which of %d characters each of %d faces draws (once per machine; "
+                 "kept in %s)", len(chars), unknown, coverage.path)
+    every = max(_REPORT_EVERY, unknown // 10)
+    report_at = every
+    for path in needed:
+        _GAPS[path, chars, at_most] = frozenset(coverage.missing(path, chars, _lacking, at_most))
+        if announce and report_at <= coverage.checked < unknown:
+            coverage.save()  # a stopped run keeps what it found
+            log.info("checked %d of %d faces", coverage.checked, unknown)
+            report_at += every
     coverage.save()
 
 
@@ -169,7 +194,7 @@ def face_gaps(fonts, chars):
     charset). Answers come from this process's earlier questions or the coverage cache."""
     chars = "".join(chars)
     _learn_gaps(fonts, chars)
-    return dict((path, _GAPS[path, chars]) for path in fonts if _GAPS[path, chars])
+    return dict((path, _GAPS[path, chars, None]) for path in fonts if _GAPS[path, chars, None])
 
 
 @functools.lru_cache(maxsize=None)
@@ -264,9 +289,9 @@ def find_fonts(font_dirs=None, chars=None, include_reserved=False, language=None
             % (", ".join(dirs), FONT_DIRS_ENV))
     if chars:
         chars = "".join(chars)
-        _learn_gaps(fonts, chars)
         allowed = int(MAX_MISSING_SHARE * len(chars))
-        usable = [path for path in fonts if len(_GAPS[path, chars]) <= allowed]
+        _learn_gaps(fonts, chars, at_most=allowed)
+        usable = [path for path in fonts if len(_GAPS[path, chars, allowed]) <= allowed]
         if not usable:
             raise FileNotFoundError(
                 "none of the %d fonts found in %s can draw the charset (%s)%s; add fonts "
