@@ -1,8 +1,9 @@
 """Which faces draw which characters, remembered across processes.
 
-Which characters of a charset a face lacks is found by rendering each one (about 10 ms a face
-for English's 95, seconds for Chinese's 6,899); on a machine with a thousand faces that is 10-20 s
-at every start of a tool that chooses fonts. The answer depends only on the font file and the
+Which characters of a charset a face lacks is found by rendering each one: about 10 ms a face for
+English's 95, about a second for a Chinese face and Chinese's 6,899 (a face that soon shows it
+lacks more than a charset's 1 % is left after a few ms); on a machine with a thousand faces that
+is 10-60 s at every start of a tool that chooses fonts. The answer depends only on the font file and the
 characters, so it is kept in a small JSON file, ``font_coverage.json`` under
 ``$XDG_CACHE_HOME/crnn_multigpu`` (default ``~/.cache/crnn_multigpu``), keyed by the file's real
 path, size and modification time and a checksum of the characters: a changed or replaced file is
