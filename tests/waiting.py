@@ -11,7 +11,11 @@ def wait_until(condition, process, log_path, what):
     """Poll ``condition()`` until it holds; fail if the process exits first (or hangs)."""
     deadline = time.time() + HANG_GUARD
     while not condition():
+        # The process may reach the state and end between the two questions: once it has
+        # ended, its output is final, and the condition is asked once more before failing.
         if process.poll() is not None:
+            if condition():
+                return
             pytest.fail("training exited with %s before %s:\n%s"
                         % (process.returncode, what, open(log_path).read()))
         if time.time() > deadline:
