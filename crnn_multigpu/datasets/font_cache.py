@@ -3,9 +3,9 @@
 Which characters of a charset a face lacks is found by rendering each one: about 10 ms a face for
 English's 95, about a second for a Chinese face and Chinese's 6,899 (a face that soon shows it
 lacks more than a charset's 1 % is left after a few ms); on a machine with a thousand faces that
-is 10-60 s at every start of a tool that chooses fonts. The answer depends only on the font file and the
-characters, so it is kept in a small JSON file, ``font_coverage.json`` under
-``$XDG_CACHE_HOME/crnn_multigpu`` (default ``~/.cache/crnn_multigpu``), keyed by the file's real
+is, by those costs, 10-60 s at every start of a tool that chooses fonts. The answer depends only
+on the font file and the characters, so it is kept in a small JSON file, ``font_coverage.json``
+under ``$XDG_CACHE_HOME/crnn_multigpu`` (default ``~/.cache/crnn_multigpu``), keyed by the file's real
 path, size and modification time and a checksum of the characters: a changed or replaced file is
 checked again. A cache that cannot be read or written is passed over: the answer is then computed
 as without it.
@@ -58,25 +58,20 @@ class CoverageCache(object):
             self.checked += 1
             return "".join(check(path, chars, at_most))
         answers = self._load().setdefault(key, {})
-        whole = _chars_key(chars)
-        partial = whole + _PARTIAL
-        if whole in answers:
-            return answers[whole]
-        if at_most is not None and len(answers.get(partial, "")) > at_most:
-            return answers[partial]
+        kept = _kept(answers, chars, at_most)
+        if kept is not None:
+            return kept
         found = "".join(check(path, chars, at_most))
         self.checked += 1
-        answers[partial if at_most is not None and len(found) > at_most else whole] = found
+        whole = _chars_key(chars)
+        answers[whole + _PARTIAL if at_most is not None and len(found) > at_most else whole] = found
         self._new = True
         return found
 
     def knows(self, path, chars, at_most=None):
         """True if :meth:`missing` would answer from what is kept, without checking."""
         key = _font_key(path)
-        answers = self._load().get(key, {}) if key else {}
-        whole = _chars_key(chars)
-        return whole in answers or (at_most is not None and
-                                    len(answers.get(whole + _PARTIAL, "")) > at_most)
+        return key is not None and _kept(self._load().get(key, {}), chars, at_most) is not None
 
     def save(self):
         """Write the answers (whole or not at all); a cache folder that cannot be written, or a
@@ -132,6 +127,16 @@ def _kind(mode):
         if test(mode):
             return name
     return "a special file"
+
+
+def _kept(answers, chars, at_most):
+    """The kept answer to the question (a face's ``answers``), or None: the whole answer, else
+    a partial one long enough to show the face lacks more than ``at_most``."""
+    whole = _chars_key(chars)
+    if whole in answers:
+        return answers[whole]
+    partial = answers.get(whole + _PARTIAL, "")
+    return partial if at_most is not None and len(partial) > at_most else None
 
 
 def _chars_key(chars):
