@@ -5,8 +5,8 @@ English's 95, about a second for a Chinese face and Chinese's 6,899 (a face that
 lacks more than a charset's 1 % is left after a few ms); on a machine with a thousand faces that
 is, by those costs, 10-60 s at every start of a tool that chooses fonts. The answer depends only
 on the font file and the characters, so it is kept in a small JSON file, ``font_coverage.json``
-under ``$XDG_CACHE_HOME/crnn_multigpu`` (default ``~/.cache/crnn_multigpu``), keyed by the file's real
-path, size and modification time and a checksum of the characters: a changed or replaced file is
+under ``$XDG_CACHE_HOME/crnn_multigpu`` (default ``~/.cache/crnn_multigpu``), keyed by the file's
+real path, size and modification time and a checksum of the characters: a changed or replaced file is
 checked again. A cache that cannot be read or written is passed over: the answer is then computed
 as without it.
 """
