@@ -6,9 +6,9 @@ lacks more than a charset's 1 % is left after a few ms); on a machine with a tho
 is, by those costs, 10-60 s at every start of a tool that chooses fonts. The answer depends only
 on the font file and the characters, so it is kept in a small JSON file, ``font_coverage.json``
 under ``$XDG_CACHE_HOME/crnn_multigpu`` (default ``~/.cache/crnn_multigpu``), keyed by the file's
-real path, size and modification time and a checksum of the characters: a changed or replaced file is
-checked again. A cache that cannot be read or written is passed over: the answer is then computed
-as without it.
+real path, size and modification time and a checksum of the characters: a changed or replaced
+file is checked again. A cache that cannot be read or written is passed over: the answer is then
+computed as without it.
 """
 import json
 import logging
