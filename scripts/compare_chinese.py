@@ -54,7 +54,7 @@ from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics 
 from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
 from page_check import rows_read_exactly  # noqa: E402
 from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
-from reports import fail  # noqa: E402
+from reports import fail, save_picture  # noqa: E402
 from zh_material import (CTEX_FAQ, DPI, INSTALL_COMPARE, LSHORT, MAX_LINE,  # noqa: E402
                          WHOLE_PAGES, ZH, arphic_faces, check_material, man_lines, pdf_lines,
                          whole_pages)
@@ -275,8 +275,7 @@ def side_by_side(samples, readings, path, count=12):
             draw.text((label_width, y), text, fill=colour, font=font)
             y += text_height
         y += gap
-    canvas.save(path)
-    print("wrote %s" % path, file=sys.stderr)
+    save_picture(canvas, path)
     return path
 
 

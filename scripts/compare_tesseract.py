@@ -50,7 +50,7 @@ from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
 from page_check import layout_rows, page_numbers, rasterise, rows_read_exactly  # noqa: E402
 from pdf_words import MARGIN_PT, find_words, word_crop  # noqa: E402
 from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
-from reports import fail  # noqa: E402
+from reports import fail, save_picture  # noqa: E402
 
 # The reserved PDFs (Debian libtasn1-doc, shared-mime-info, python-reportlab-doc) and pages.
 RESERVED_PAGES = (("/usr/share/doc/libtasn1-doc/libtasn1.pdf", "5-8"),
@@ -293,8 +293,7 @@ def side_by_side(samples, readings, path, count=14):
             draw.text((4, y), "%-*s %s" % (label, name, text), fill=colour, font=font)
             y += 20
         y += 12
-    canvas.save(path)
-    print("wrote %s" % path, file=sys.stderr)
+    save_picture(canvas, path)
 
 
 def peer_readings(paths, psm, tesseract, paddle, scratch):

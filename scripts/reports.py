@@ -1,7 +1,10 @@
 """How the measurement scripts hand on their figures, one JSON file per run (``--json PATH``),
-and their failures, one line and exit code 2 (:func:`fail`)."""
+their pictures (:func:`save_picture`), and their failures, one line and exit code 2
+(:func:`fail`)."""
 import json
 import sys
+
+from PIL import Image
 
 
 def fail(message):
@@ -16,3 +19,23 @@ def write_json(path, report):
     if path:
         with open(path, "w") as stream:
             json.dump(report, stream, indent=2, sort_keys=True)
+
+
+def _picture_palette():
+    """32 colours: 16 greys for the crops and the black and grey text, and 8 steps from each of
+    the readings' green and red to white for their anti-aliased letters."""
+    colours = [(round(255 * k / 15.0),) * 3 for k in range(16)]
+    for ink in ((0, 120, 0), (190, 0, 0)):
+        colours += [tuple(round(c + (255 - c) * k / 8.0) for c in ink) for k in range(8)]
+    palette = Image.new("P", (1, 1))
+    palette.putpalette([c for colour in colours for c in colour] + [0] * (768 - 3 * len(colours)))
+    return palette
+
+
+def save_picture(canvas, path):
+    """Save a side-by-side picture for the docs as a 32-colour palette PNG (:func:`_picture_palette`:
+    its green and red kept as drawn, where an adaptive palette spends its colours on the crops'
+    greys), about a quarter of an RGB file's size, which every later picture in the repository's
+    history repeats."""
+    canvas.convert("RGB").quantize(palette=_picture_palette(), dither=0).save(path, optimize=True)
+    print("wrote %s" % path, file=sys.stderr)

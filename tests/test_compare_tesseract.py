@@ -96,6 +96,21 @@ def test_crops_give_a_column_per_system_scored_alike(tmp_path, monkeypatch):
     assert exact[2]["cer"] == compare.sample_figures(readings[2][1], ["Hello", "world"])["cer"]
 
 
+def test_the_side_by_side_picture_is_a_small_palette_png_keeping_green_and_red(tmp_path):
+    crop = tmp_path / "line.png"
+    grey = np.tile(np.linspace(0, 255, 300).astype(np.uint8), (30, 1))  # a crop's greys
+    Image.fromarray(grey).save(str(crop))
+    picture = str(tmp_path / "lines.png")
+    compare.side_by_side([(str(crop), "Hello")], [("project", ["Hello"]), ("tesseract", ["He1lo"])],
+                         picture)
+    saved = Image.open(picture)
+    assert saved.mode == "P" and len(saved.getcolors()) <= 32
+    colours = {colour for _, colour in saved.convert("RGB").getcolors(32)}
+    greenish = any(g > 90 and r < 60 and b < 60 for r, g, b in colours)
+    reddish = any(r > 140 and g < 60 and b < 60 for r, g, b in colours)
+    assert greenish and reddish   # the right reading green, the wrong one red
+
+
 class FakeProject(object):
     """Reads the first row of a page right and misses the second."""
     startup = 2.0
