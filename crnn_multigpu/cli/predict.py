@@ -8,24 +8,29 @@ probable reading kept. ``--lines``: the images are whole printed lines.
 ``--page``: the images are printed pages: each is turned upright (crnn_multigpu.ocr.page_reader),
 straightened and split into its columns (crnn_multigpu.ocr.page_layout), its lines found
 (crnn_multigpu.ocr.page) and read, and its text printed one line per line, column after column,
-pages separated by a form feed. ``--format json`` prints one JSON object per image instead,
+pages separated by a form feed; a PDF document is read page by page, each drawn at ``--dpi``
+by poppler (crnn_multigpu.datasets.pdf) and named ``file.pdf#page=N``. ``--format json`` prints one JSON object per image instead,
 ``--format hocr`` (with ``--page``) one hOCR document of the pages (crnn_multigpu.ocr.page_result).
 ``--engine onnx --checkpoint EXPORT``: the model is run by onnxruntime from what
 ``crnn-export --format onnx`` wrote (TensorFlow's readings, without TensorFlow running it).
 """
+import functools
 import json
 import os
 import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, check_output_file, console_entry,
-                                      setup_logging)
+                                      int_range, setup_logging)
 from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
                                        lexicon_words)
+from crnn_multigpu.datasets import pdf
 
 
 def build_parser():
     parser = ArgumentParser(prog="crnn-predict", description=__doc__.splitlines()[0])
-    parser.add_argument("images", nargs="+", help="image files, any size and mode")
+    parser.add_argument("images", nargs="+",
+                        help="image files, any size and mode (with --page also PDF documents: "
+                             "every page read)")
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument("--lines", action="store_true",
                       help="the images are whole printed lines (case, spaces, punctuation): "
@@ -35,6 +40,9 @@ def build_parser():
                            "degrees or by a multiple of 90, one or two columns): find their "
                            "lines and print each page's text, one line per line, column after "
                            "column (no photos)")
+    parser.add_argument("--dpi", type=int_range(MIN_DPI, MAX_DPI), default=DEFAULT_DPI,
+                        help="--page: the resolution PDF pages are drawn at (default %d; the "
+                             "page reader reads 110-300 dpi alike)" % DEFAULT_DPI)
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text (default): path<TAB>text per image, or each page's text; "
@@ -50,27 +58,32 @@ def build_parser():
 
 
 FORMATS = ("text", "json", "hocr")
+MIN_DPI, MAX_DPI, DEFAULT_DPI = pdf.MIN_DPI, pdf.MAX_DPI, pdf.DEFAULT_DPI
 # How a page lies that the page reader turned by this many degrees counter-clockwise to read.
 TURNED = {90: "by 90 degrees clockwise", 180: "upside down (by 180 degrees)",
           270: "by 90 degrees counter-clockwise"}
 
 
-def read_page(reader, path, picture=None):
-    """The :class:`~crnn_multigpu.ocr.page_result.Page` of the page image at ``path`` read by
-    the PageReader ``reader``; a note on stderr when the page lay turned, a warning when
-    nothing was read on it."""
+def read_page(reader, name, source, picture=None):
+    """The :class:`~crnn_multigpu.ocr.page_result.Page` named ``name`` (its path, or a PDF's
+    ``file.pdf#page=N``) read from ``source`` (what the page reader reads) by the PageReader
+    ``reader``; a note on stderr when the page lay turned, a warning when nothing was read on
+    it."""
+    from dataclasses import replace
     from crnn_multigpu.ocr.page_reader import UnknownOrientation
     try:
-        page = reader.read(path)
+        page = reader.read(source)
     except UnknownOrientation as error:
-        raise UnknownOrientation("page %s: %s" % (path, error))
+        raise UnknownOrientation("page %s: %s" % (name, error))
+    if page.image != name:
+        page = replace(page, image=name)
     if page.turn:
         sys.stderr.write("note: %s lies turned %s: read turned back upright\n"
-                         % (path, TURNED[page.turn]))
+                         % (name, TURNED[page.turn]))
     if not page.text():
         sys.stderr.write("warning: found no text on page %s (blank, one flat shade, fully "
                          "transparent, or print too faint or small to find): its text is empty; "
-                         "check that it is the page you meant\n" % path)
+                         "check that it is the page you meant\n" % name)
     if picture:
         from crnn_multigpu.ocr.picture import label_font
         page.draw(picture, font=label_font(14))
@@ -78,12 +91,29 @@ def read_page(reader, path, picture=None):
     return page
 
 
-def read_pages(recognizer, paths, pictures):
-    """The pages at ``paths`` read one at a time (a generator), each drawn to its picture."""
+def page_sources(paths, dpi):
+    """The pages of ``paths`` in order, ``(name, draw)``: an image is one page named by its
+    path; a PDF (known by its first bytes, whatever its name) gives each of its pages, named
+    ``file.pdf#page=N`` and drawn at ``dpi`` only when ``draw()`` is called, so one page at a
+    time is held."""
+    sources = []
+    for path in paths:
+        if pdf.is_pdf(path):
+            sources.extend((pdf.page_name(path, number),
+                            functools.partial(pdf.render_page, path, number, dpi))
+                           for number in range(1, pdf.page_count(path) + 1))
+        else:
+            sources.append((path, functools.partial(os.fspath, path)))
+    return sources
+
+
+def read_pages(recognizer, sources, pictures):
+    """The pages of ``sources`` (:func:`page_sources`) read one at a time (a generator), each
+    drawn to its picture."""
     from crnn_multigpu.ocr.page_reader import PageReader
     reader = PageReader(recognizer)
-    for index, path in enumerate(paths):
-        yield read_page(reader, path, pictures[index] if pictures else None)
+    for index, (name, draw) in enumerate(sources):
+        yield read_page(reader, name, draw(), pictures[index] if pictures else None)
 
 
 def write_pages(pages, form):
@@ -131,6 +161,10 @@ def load_crops(paths, height):
     from crnn_multigpu.datasets import load_image
     readable, arrays, failed = [], [], 0
     for path in paths:
+        if pdf.is_pdf(path):
+            failed += 1
+            sys.stderr.write("skipped: %s is a PDF document: read its pages with --page\n" % path)
+            continue
         try:
             arrays.append(load_image(path, height))
             readable.append(path)
@@ -165,14 +199,14 @@ def picture_path(picture, index, count):
     return "%s-%d%s" % (stem, index + 1, extension or ".png")
 
 
-def picture_paths(args):
-    """The --picture file of each page (--page), or of the grid of crops; [] without one."""
+def picture_paths(args, pages):
+    """The --picture file of each of the ``pages`` (--page), or of the grid of crops; [] without
+    one."""
     if not args.picture:
         return []
     if not args.page:
         return [args.picture]
-    return [picture_path(args.picture, index, len(args.images))
-            for index in range(len(args.images))]
+    return [picture_path(args.picture, index, pages) for index in range(pages)]
 
 
 def write_crops(recognizer, args):
@@ -206,7 +240,8 @@ def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     require_a_page_for_hocr(args)
-    pictures = picture_paths(args)
+    sources = page_sources(args.images, args.dpi) if args.page else []
+    pictures = picture_paths(args, len(sources))
     for picture in pictures:
         check_output_file(picture, "--picture", args.overwrite)
     words = lexicon_words(args)
@@ -214,7 +249,7 @@ def main_body(argv=None):
     if args.lines or args.page:
         require_a_line_reader(recognizer, "--page" if args.page else "--lines")
     if args.page:
-        write_pages(read_pages(recognizer, args.images, pictures), args.format)
+        write_pages(read_pages(recognizer, sources, pictures), args.format)
         return 0
     return write_crops(recognizer, args)
 
