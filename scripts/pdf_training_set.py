@@ -29,9 +29,6 @@ import random
 import re
 import subprocess
 import sys
-import tempfile
-
-from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -39,8 +36,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.datasets import write_labels  # noqa: E402
 from crnn_multigpu.datasets.fonts import is_reserved  # noqa: E402
 from crnn_multigpu.datasets.language import get_language, language_names  # noqa: E402
+from crnn_multigpu.datasets.pdf import page_count as pdf_pages  # noqa: E402
 from page_check import labelled_rows, truth_rows  # noqa: E402
-from pdf_words import RESERVED_PDFS, fail, find_words, run, word_crop  # noqa: E402
+from pdf_words import RESERVED_PDFS, drawn, fail, find_words, word_crop  # noqa: E402
 
 CHECK_PACKAGES = ("/simh/", "/d-itg/", "/camlidl/", "/gutenprint-doc/")
 # PostScript base-35 names (subset prefix dropped, lower case): such a font may be URW's clone,
@@ -95,22 +93,18 @@ def usable_pdfs(paths, pool):
 
 
 def page_count(pdf):
-    """The number of pages of ``pdf`` (poppler's pdfinfo)."""
-    info = run(["pdfinfo", pdf], pdf).decode("utf-8", "replace")
-    match = re.search(r"^Pages:\s+(\d+)", info, re.M)
-    return int(match.group(1)) if match else 0
+    """The number of pages of ``pdf`` (poppler's pdfinfo); one ``error:`` line if it fails."""
+    try:
+        return pdf_pages(pdf)
+    except ValueError as error:
+        fail(str(error))
 
 
 def page_samples(task):
     """The line and word crops of one page: ``[(kind, PIL image, text)]``."""
     pdf, page, dpi, words_per_page, seed, language = task
     language = get_language(language)
-    with tempfile.TemporaryDirectory() as scratch:
-        prefix = os.path.join(scratch, "page")
-        run(["pdftoppm", "-gray", "-r", str(dpi), "-png", "-singlefile", "-f", str(page),
-             "-l", str(page), pdf, prefix], pdf)
-        with Image.open(prefix + ".png") as opened:
-            image = opened.convert("L")
+    image = drawn(pdf, page, dpi)
     kept, _, _ = labelled_rows(image, truth_rows(pdf, page, dpi), language)
     samples = [("line", crop, text) for crop, text in kept]
     words = find_words(pdf, page)[2] if words_per_page else []

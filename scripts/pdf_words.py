@@ -29,16 +29,13 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
-
-from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crnn_multigpu.datasets.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets import write_labels  # noqa: E402
+from crnn_multigpu.datasets.pdf import poppler, render_page  # noqa: E402
 from crnn_multigpu.datasets.text_sources import RESERVED_PDFS  # noqa: E402,F401  (scripts import it from here)
 
 WORD_RE = re.compile(r"[0-9A-Za-z]{1,20}")
@@ -56,16 +53,19 @@ def fail(message):
 
 
 def run(command, pdf):
+    """stdout of the poppler tool ``command`` run on ``pdf``; one ``error:`` line if it fails."""
     try:
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as error:
-        fail("cannot run %s (%s); install poppler: apt-get install poppler-utils"
-             % (command[0], error))
-    if result.returncode != 0:
-        detail = result.stderr.decode("utf-8", "replace").strip().splitlines()
-        fail("cannot read PDF %s: %s" % (pdf, detail[-1] if detail else "%s exit %d"
-                                         % (command[0], result.returncode)))
-    return result.stdout
+        return poppler(command, pdf)
+    except ValueError as error:
+        fail(str(error))
+
+
+def drawn(pdf, page, dpi):
+    """Page ``page`` of ``pdf`` in grey at ``dpi``; one ``error:`` line if poppler fails."""
+    try:
+        return render_page(pdf, page, dpi)
+    except ValueError as error:
+        fail(str(error))
 
 
 def read_list(path):
@@ -121,20 +121,15 @@ def word_crop(image, box, dpi, margin_pt=MARGIN_PT):
 def crop_words(out, samples, dpi):
     """Rasterise each needed page once and save the crops; returns labels and provenance rows."""
     entries, rows, page_image, page_key = [], [], None, None
-    with tempfile.TemporaryDirectory() as tmp:
-        for index, (pdf, page, box, text) in enumerate(samples):
-            if (pdf, page) != page_key:
-                prefix = os.path.join(tmp, "page")
-                run(["pdftoppm", "-gray", "-r", str(dpi), "-f", str(page), "-l", str(page),
-                     "-singlefile", pdf, prefix], pdf)
-                with Image.open(prefix + ".pgm") as image:
-                    page_image = image.convert("L")
-                page_key = (pdf, page)
-            crop = word_crop(page_image, box, dpi)
-            relative = "images/%09d.png" % index
-            crop.save(os.path.join(out, relative), compress_level=1)
-            entries.append((relative, text.lower()))
-            rows.append("%s\t%s\t%d\t%.2f %.2f %.2f %.2f\n" % ((relative, pdf, page) + box))
+    for index, (pdf, page, box, text) in enumerate(samples):
+        if (pdf, page) != page_key:
+            page_image = drawn(pdf, page, dpi)
+            page_key = (pdf, page)
+        crop = word_crop(page_image, box, dpi)
+        relative = "images/%09d.png" % index
+        crop.save(os.path.join(out, relative), compress_level=1)
+        entries.append((relative, text.lower()))
+        rows.append("%s\t%s\t%d\t%.2f %.2f %.2f %.2f\n" % ((relative, pdf, page) + box))
     return entries, rows
 
 

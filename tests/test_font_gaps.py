@@ -2,7 +2,6 @@
 rare ones): kept by find_fonts, and never asked to draw what they lack."""
 import os
 
-import numpy as np
 import pytest
 
 from crnn_multigpu.datasets import fonts

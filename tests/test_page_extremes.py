@@ -11,7 +11,6 @@ a page is turned about the centre of its ink)."""
 import os
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageDraw

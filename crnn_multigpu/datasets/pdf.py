@@ -31,9 +31,10 @@ def is_pdf(path):
         return False
 
 
-def _poppler(arguments, path):
-    """stdout of one poppler tool run on the PDF ``path``; ValueError naming the file and what
-    poppler said when it fails, or what to install when poppler is missing."""
+def poppler(arguments, path):
+    """stdout of one poppler tool (``arguments``, e.g. ``["pdftotext", path, "-"]``) run on the
+    PDF ``path``; ValueError naming the file and what poppler said when it fails, or what to
+    install when poppler is missing."""
     try:
         done = subprocess.run(arguments, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError:
@@ -48,7 +49,7 @@ def _poppler(arguments, path):
 
 def page_count(path):
     """The number of pages of the PDF at ``path`` (poppler's ``pdfinfo``)."""
-    info = _poppler(["pdfinfo", os.fspath(path)], path).decode("utf-8", "replace")
+    info = poppler(["pdfinfo", os.fspath(path)], path).decode("utf-8", "replace")
     found = re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE)
     if not found or not int(found.group(1)):
         raise ValueError("cannot read PDF %s: it has no pages" % path)
@@ -58,7 +59,7 @@ def page_count(path):
 def render_page(path, number, dpi=DEFAULT_DPI):
     """Page ``number`` (1-based) of the PDF at ``path`` as a grey PIL image at ``dpi``."""
     # PGM: poppler's PNG on stdout is RGB even with -gray, three times the memory of grey.
-    pgm = _poppler(["pdftoppm", "-gray", "-r", str(dpi), "-singlefile", "-f", str(number),
+    pgm = poppler(["pdftoppm", "-gray", "-r", str(dpi), "-singlefile", "-f", str(number),
                     "-l", str(number), os.fspath(path)], path)
     return open_image(pgm)
 
