@@ -46,8 +46,10 @@ def test_a_pdf_gives_each_of_its_pages_named_and_drawn_at_the_dpi_asked(document
 
 def test_predict_page_reads_every_page_of_a_pdf_in_order(document, capsys):
     assert predict.main(["--page", document, "--format", "json"]) == 0
-    pages = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    out, err = capsys.readouterr()
+    pages = [json.loads(line) for line in out.splitlines()]
     assert [page["image"] for page in pages] == [document + "#page=1", document + "#page=2"]
+    assert "read page 2 of 2: %s#page=2" % document in err   # progress through a document
     for page, lines in zip(pages, PAGES):
         read, truth = " ".join(row["text"] for row in page["rows"]), " ".join(lines)
         # 14 pt DejaVu Serif at 150 dpi: the shipped text model reads it all right today.

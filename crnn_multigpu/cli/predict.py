@@ -109,11 +109,15 @@ def page_sources(paths, dpi):
 
 def read_pages(recognizer, sources, pictures):
     """The pages of ``sources`` (:func:`page_sources`) read one at a time (a generator), each
-    drawn to its picture."""
+    drawn to its picture; of several, each read page is counted on stderr (a long PDF takes
+    seconds a page)."""
     from crnn_multigpu.ocr.page_reader import PageReader
     reader = PageReader(recognizer)
     for index, (name, draw) in enumerate(sources):
-        yield read_page(reader, name, draw(), pictures[index] if pictures else None)
+        page = read_page(reader, name, draw(), pictures[index] if pictures else None)
+        if len(sources) > 1:
+            sys.stderr.write("read page %d of %d: %s\n" % (index + 1, len(sources), name))
+        yield page
 
 
 def write_pages(pages, form):
