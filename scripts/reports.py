@@ -33,9 +33,9 @@ def _picture_palette():
 
 
 def save_picture(canvas, path):
-    """Save a side-by-side picture for the docs as a 32-colour palette PNG (:func:`_picture_palette`:
-    its green and red kept as drawn, where an adaptive palette spends its colours on the crops'
-    greys), about a quarter of an RGB file's size, which every later picture in the repository's
-    history repeats."""
+    """Save a side-by-side picture for the docs as a 32-colour palette PNG
+    (:func:`_picture_palette`: its green and red kept as drawn, where an adaptive palette spends
+    its colours on the crops' greys), about a quarter of an RGB file's size, which every later
+    picture in the repository's history repeats."""
     canvas.convert("RGB").quantize(palette=_picture_palette(), dither=0).save(path, optimize=True)
     print("wrote %s" % path, file=sys.stderr)

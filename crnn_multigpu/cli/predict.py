@@ -9,7 +9,8 @@ probable reading kept. ``--lines``: the images are whole printed lines.
 straightened and split into its columns (crnn_multigpu.ocr.page_layout), its lines found
 (crnn_multigpu.ocr.page) and read, and its text printed one line per line, column after column,
 pages separated by a form feed; a PDF document is read page by page, each drawn at ``--dpi``
-by poppler (crnn_multigpu.datasets.pdf) and named ``file.pdf#page=N``. ``--format json`` prints one JSON object per image instead,
+by poppler (crnn_multigpu.datasets.pdf) and named ``file.pdf#page=N``. ``--format json`` prints
+one JSON object per image instead,
 ``--format hocr`` (with ``--page``) one hOCR document of the pages (crnn_multigpu.ocr.page_result).
 ``--engine onnx --checkpoint EXPORT``: the model is run by onnxruntime from what
 ``crnn-export --format onnx`` wrote (TensorFlow's readings, without TensorFlow running it).
