@@ -38,7 +38,7 @@ from crnn_multigpu.datasets.fonts import is_reserved  # noqa: E402
 from crnn_multigpu.datasets.language import get_language, language_names  # noqa: E402
 from crnn_multigpu.datasets.pdf import page_count as pdf_pages  # noqa: E402
 from page_check import labelled_rows, truth_rows  # noqa: E402
-from pdf_words import RESERVED_PDFS, drawn, fail, find_words, word_crop  # noqa: E402
+from pdf_words import RESERVED_PDFS, drawn, fail, find_words, or_fail, word_crop  # noqa: E402
 
 CHECK_PACKAGES = ("/simh/", "/d-itg/", "/camlidl/", "/gutenprint-doc/")
 # PostScript base-35 names (subset prefix dropped, lower case): such a font may be URW's clone,
@@ -94,10 +94,7 @@ def usable_pdfs(paths, pool):
 
 def page_count(pdf):
     """The number of pages of ``pdf`` (poppler's pdfinfo); one ``error:`` line if it fails."""
-    try:
-        return pdf_pages(pdf)
-    except ValueError as error:
-        fail(str(error))
+    return or_fail(pdf_pages, pdf)
 
 
 def page_samples(task):

@@ -52,20 +52,23 @@ def fail(message):
     raise SystemExit("%s: %s" % (os.path.splitext(os.path.basename(sys.argv[0]))[0], message))
 
 
-def run(command, pdf):
-    """stdout of the poppler tool ``command`` run on ``pdf``; one ``error:`` line if it fails."""
+def or_fail(step, *arguments):
+    """``step(*arguments)`` (a crnn_multigpu.datasets.pdf function), its ValueError (the PDF
+    named, poppler's word or what to install) turned into the script's one ``error:`` line."""
     try:
-        return poppler(command, pdf)
+        return step(*arguments)
     except ValueError as error:
         fail(str(error))
+
+
+def run(command, pdf):
+    """stdout of the poppler tool ``command`` run on ``pdf``; one ``error:`` line if it fails."""
+    return or_fail(poppler, command, pdf)
 
 
 def drawn(pdf, page, dpi):
     """Page ``page`` of ``pdf`` in grey at ``dpi``; one ``error:`` line if poppler fails."""
-    try:
-        return render_page(pdf, page, dpi)
-    except ValueError as error:
-        fail(str(error))
+    return or_fail(render_page, pdf, page, dpi)
 
 
 def read_list(path):

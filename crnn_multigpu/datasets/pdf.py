@@ -27,7 +27,7 @@ def is_pdf(path):
     try:
         with open(path, "rb") as stream:
             return stream.read(len(PDF_SIGNATURE)) == PDF_SIGNATURE
-    except (OSError, TypeError):
+    except OSError:
         return False
 
 
@@ -68,4 +68,3 @@ def page_name(path, number):
     """How page ``number`` of the PDF ``path`` is named in messages and results: PDF's own
     fragment for a page, ``file.pdf#page=3``."""
     return "%s#page=%d" % (path, number)
-
