@@ -216,7 +216,7 @@ def cut_pdf_lines(out, pdfs, count, seed, dpi=150):
     """``count`` printable-ASCII lines of the PDFs' chosen pages, cropped at ``dpi``."""
     found = []
     for pdf, pages in pdfs:
-        for page in page_numbers(pages):
+        for page in page_numbers(pdf, pages):
             found.extend((pdf, page, box, text) for box, text in row_texts(pdf, page)
                          if text and set(text) <= PRINTABLE)
     rng = np.random.RandomState(seed)
@@ -321,7 +321,7 @@ def compare_pages(pdfs, project, tesseract, paddle, scratch, seed):
     """Per look: summed page scores (a row per system: project, Tesseract, PP-OCR), each
     system's seconds per page (start-ups spread over all pages), and the number of pages."""
     rng = np.random.RandomState(seed)
-    pages = [(pdf, page) for pdf, spec in pdfs for page in page_numbers(spec)]
+    pages = [(pdf, page) for pdf, spec in pdfs for page in page_numbers(pdf, spec)]
     images = []
     for pdf, page in pages:
         for look in PAGE_LOOKS:

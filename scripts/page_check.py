@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
+from crnn_multigpu.datasets.pdf import PageSelection, page_count  # noqa: E402
 from crnn_multigpu.ocr.page import draw_lines, line_crops, page_text  # noqa: E402
 from pdf_words import RESERVED_PDFS  # noqa: E402
 
@@ -46,13 +47,9 @@ def rasterise(pdf, page, dpi, prefix):
     return prefix + ".png"
 
 
-def page_numbers(text):
-    """"3-5" or "2" or "1,4" -> [3, 4, 5] etc."""
-    numbers = []
-    for part in text.split(","):
-        first, _, last = part.partition("-")
-        numbers.extend(range(int(first), int(last or first) + 1))
-    return numbers
+def page_numbers(pdf, text):
+    """The pages of ``pdf`` that ``text`` chooses ("3-5", "2", "1,4-"): a PageSelection."""
+    return PageSelection(text).numbers(page_count(pdf), pdf)
 
 
 def layout_rows(pdf, page):
@@ -184,7 +181,7 @@ def main(argv=None):
     totals = dict(words=0, covered=0, rows=0, exact=0, found=0)
     predictions, references, unreadable = [], [], []
     with tempfile.TemporaryDirectory() as scratch:
-        for page in page_numbers(args.pages):
+        for page in page_numbers(args.pdf, args.pages):
             raster = rasterise(args.pdf, page, args.dpi, os.path.join(scratch, "page"))
             image = Image.open(raster).convert("L")
             rows = truth_rows(args.pdf, page, args.dpi)

@@ -76,3 +76,36 @@ def test_without_poppler_a_pdf_is_refused_with_what_to_install(document, tmp_pat
         pdf.page_count(document)
     with pytest.raises(ValueError, match="poppler-utils"):
         pdf.render_page(document, 1)
+
+
+def test_pages_chooses_the_pages_of_a_pdf_in_the_order_given(document, tmp_path):
+    image = str(tmp_path / "scan.png")
+    Image.new("L", (300, 300), 255).save(image)
+    chosen = predict.page_sources([document, image], 100, pdf.PageSelection("2,1-"))
+    assert [name for name, _ in chosen] == [document + "#page=2", document + "#page=1",
+                                            document + "#page=2", image]
+
+
+@pytest.mark.parametrize("selection", ["0", "3-2", "a", "1,,2", "-2"])
+def test_a_malformed_page_selection_is_refused_in_one_line(document, selection, capsys):
+    line = one_error_line(predict.main(["--page", "--pages", selection, document]),
+                          capsys.readouterr().err)
+    assert line.startswith("error: --pages: %r is not a page selection" % selection)
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--page", "--pages", "2-3"], "has 2 pages: pages 2-3 ask for page 3"),
+    (["--page", "--pages", "3-"], "has 2 pages: pages 3- ask for page 3"),
+    (["--pages", "1"], "add --page"),
+])
+def test_pages_past_the_end_or_without_page_are_refused_in_one_line(document, argv, said, capsys):
+    line = one_error_line(predict.main(argv + [document]), capsys.readouterr().err)
+    assert said in line
+
+
+def test_pages_with_no_pdf_among_the_inputs_is_refused(tmp_path, capsys):
+    image = str(tmp_path / "scan.png")
+    Image.new("L", (300, 300), 255).save(image)
+    line = one_error_line(predict.main(["--page", "--pages", "1", image]),
+                          capsys.readouterr().err)
+    assert "none of the inputs is one" in line

@@ -8,13 +8,15 @@ probable reading kept. ``--lines``: the images are whole printed lines.
 ``--page``: the images are printed pages: each is turned upright (crnn_multigpu.ocr.page_reader),
 straightened and split into its columns (crnn_multigpu.ocr.page_layout), its lines found
 (crnn_multigpu.ocr.page) and read, and its text printed one line per line, column after column,
-pages separated by a form feed; a PDF document is read page by page, each drawn at ``--dpi``
-by poppler (crnn_multigpu.datasets.pdf) and named ``file.pdf#page=N``. ``--format json`` prints
+pages separated by a form feed; a PDF document is read page by page (``--pages``: the pages
+chosen), each drawn at ``--dpi`` by poppler (crnn_multigpu.datasets.pdf) and named
+``file.pdf#page=N``. ``--format json`` prints
 one JSON object per image instead,
 ``--format hocr`` (with ``--page``) one hOCR document of the pages (crnn_multigpu.ocr.page_result).
 ``--engine onnx --checkpoint EXPORT``: the model is run by onnxruntime from what
 ``crnn-export --format onnx`` wrote (TensorFlow's readings, without TensorFlow running it).
 """
+import argparse
 import functools
 import json
 import os
@@ -44,6 +46,10 @@ def build_parser():
     parser.add_argument("--dpi", type=int_range(MIN_DPI, MAX_DPI), default=DEFAULT_DPI,
                         help="--page: the resolution PDF pages are drawn at (default %d; the "
                              "page reader reads 110-300 dpi alike)" % DEFAULT_DPI)
+    parser.add_argument("--pages", type=page_selection, metavar="PAGES",
+                        help="--page: the pages of each PDF to read, numbers and ranges joined "
+                             "by commas, e.g. 3-5 or 1,4- (4-: page 4 to the last; default: "
+                             "every page); images are read whole")
     parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text (default): path<TAB>text per image, or each page's text; "
@@ -63,6 +69,14 @@ MIN_DPI, MAX_DPI, DEFAULT_DPI = pdf.MIN_DPI, pdf.MAX_DPI, pdf.DEFAULT_DPI
 # How a page lies that the page reader turned by this many degrees counter-clockwise to read.
 TURNED = {90: "by 90 degrees clockwise", 180: "upside down (by 180 degrees)",
           270: "by 90 degrees counter-clockwise"}
+
+
+def page_selection(text):
+    """An argparse type: a :class:`~crnn_multigpu.datasets.pdf.PageSelection`."""
+    try:
+        return pdf.PageSelection(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error))
 
 
 def read_page(reader, name, source, picture=None):
@@ -92,19 +106,25 @@ def read_page(reader, name, source, picture=None):
     return page
 
 
-def page_sources(paths, dpi):
+def page_sources(paths, dpi, selection=None):
     """The pages of ``paths`` in order, ``(name, draw)``: an image is one page named by its
-    path; a PDF (known by its first bytes, whatever its name) gives each of its pages, named
-    ``file.pdf#page=N`` and drawn at ``dpi`` only when ``draw()`` is called, so one page at a
-    time is held."""
-    sources = []
+    path; a PDF (known by its first bytes, whatever its name) gives each of its pages (those of
+    the PageSelection ``selection``, if one is given), named ``file.pdf#page=N`` and drawn at
+    ``dpi`` only when ``draw()`` is called, so one page at a time is held."""
+    sources, documents = [], 0
     for path in paths:
         if pdf.is_pdf(path):
+            documents += 1
+            count = pdf.page_count(path)
+            numbers = selection.numbers(count, path) if selection else range(1, count + 1)
             sources.extend((pdf.page_name(path, number),
                             functools.partial(pdf.render_page, path, number, dpi))
-                           for number in range(1, pdf.page_count(path) + 1))
+                           for number in numbers)
         else:
             sources.append((path, functools.partial(os.fspath, path)))
+    if selection and not documents:
+        raise ValueError("--pages %s chooses pages of PDF documents, and none of the inputs is "
+                         "one: leave --pages out to read the images" % selection.text)
     return sources
 
 
@@ -245,7 +265,10 @@ def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     require_a_page_for_hocr(args)
-    sources = page_sources(args.images, args.dpi) if args.page else []
+    if args.pages and not args.page:
+        raise ValueError("--pages chooses the pages of PDF documents read with --page: add "
+                         "--page")
+    sources = page_sources(args.images, args.dpi, args.pages) if args.page else []
     pictures = picture_paths(args, len(sources))
     for picture in pictures:
         check_output_file(picture, "--picture", args.overwrite)

@@ -68,3 +68,39 @@ def page_name(path, number):
     """How page ``number`` of the PDF ``path`` is named in messages and results: PDF's own
     fragment for a page, ``file.pdf#page=3``."""
     return "%s#page=%d" % (path, number)
+
+
+class PageSelection(object):
+    """Pages of a document chosen as a print dialogue chooses them: page numbers and ranges
+    joined by commas, ``"2"``, ``"3-5"``, ``"1,4-"`` (``"4-"``: page 4 to the last), read in the
+    order given. ValueError, naming the selection, when a part is neither."""
+
+    PART = re.compile(r"^\s*(\d+)\s*(-\s*(\d*))?\s*$")
+
+    def __init__(self, text):
+        self.text = text
+        self.ranges = []
+        for part in text.split(","):
+            found = self.PART.match(part)
+            if not found:
+                raise ValueError("%r is not a page selection: give page numbers and ranges "
+                                 "joined by commas, e.g. 2 or 3-5 or 1,4-" % text)
+            first = int(found.group(1))
+            last = int(found.group(3)) if found.group(3) else None if found.group(2) else first
+            if first < 1 or (last is not None and last < first):
+                raise ValueError("%r is not a page selection: pages count from 1 and a range "
+                                 "runs forwards (%s)" % (text, part.strip()))
+            self.ranges.append((first, last))
+
+    def numbers(self, count, path):
+        """The selected page numbers of ``path``, a document of ``count`` pages; ValueError
+        naming the document and its length when the selection asks for a page past its end."""
+        pages = []
+        for first, last in self.ranges:
+            last = count if last is None else last
+            if max(first, last) > count:
+                raise ValueError("PDF %s has %d page%s: pages %s ask for page %d"
+                                 % (path, count, "" if count == 1 else "s", self.text,
+                                    max(first, last)))
+            pages.extend(range(first, last + 1))
+        return pages
