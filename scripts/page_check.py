@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
-from crnn_multigpu.datasets.pdf import PageSelection, page_count  # noqa: E402
+from crnn_multigpu.datasets.pdf import PageSelection, page_count, render_page  # noqa: E402
 from crnn_multigpu.ocr.page import draw_lines, line_crops, page_text  # noqa: E402
 from pdf_words import RESERVED_PDFS  # noqa: E402
 
@@ -41,10 +41,11 @@ WORD_RE = re.compile(r'<word xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" 
 
 
 def rasterise(pdf, page, dpi, prefix):
-    """The page as a grey PNG at ``dpi`` (poppler); its path."""
-    subprocess.run(["pdftoppm", "-gray", "-r", str(dpi), "-png", "-singlefile", "-f", str(page),
-                    "-l", str(page), pdf, prefix], check=True)
-    return prefix + ".png"
+    """The page as a grey PNG at ``dpi`` (drawn by crnn_multigpu.datasets.pdf), for the peers
+    that read files; its path."""
+    path = prefix + ".png"
+    render_page(pdf, page, dpi).save(path)
+    return path
 
 
 def page_numbers(pdf, text):

@@ -39,6 +39,18 @@ def test_row_texts_are_the_text_layer_rows(tmp_path):
     assert rows[0][0][1] < rows[1][0][1]  # top to bottom, boxes in points
 
 
+def test_pages_are_rasterised_in_grey_at_the_dpi_and_pages_asked(tmp_path):
+    pdf = str(tmp_path / "made.pdf")
+    write_text_pdf(pdf, ["One line of text."], DEJAVU + "DejaVuSerif.ttf", size=11)
+    assert compare.page_numbers(pdf, "1") == [1]
+    with pytest.raises(ValueError, match="has 1 page: pages 1-2 ask for page 2"):
+        compare.page_numbers(pdf, "1-2")
+    path = compare.rasterise(pdf, 1, 100, str(tmp_path / "page"))
+    image = Image.open(path)
+    assert path.endswith(".png") and image.mode == "L"
+    assert image.size == (round(612 * 100 / 72.0), round(792 * 100 / 72.0))  # a Letter page
+
+
 def test_the_scanned_look_turns_blurs_and_greys_the_page(tmp_path):
     page = Image.new("L", (400, 300), 255)
     page.paste(0, (50, 100, 350, 110))
