@@ -54,7 +54,7 @@ def beside_hanzi_space(text):
 
 def test_languages_are_described_and_an_unknown_one_is_named():
     assert {"en", "zh"} <= set(language_names())
-    with pytest.raises(ValueError, match="no language 'xx'; described languages: en, "):
+    with pytest.raises(ValueError, match="no language .xx.; described languages: ca, cs, da, de, en, "):
         get_language("xx")
     assert get_language().name == "en" and get_language("en").charset.num_classes == 96
 

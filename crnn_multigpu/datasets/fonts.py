@@ -269,7 +269,7 @@ def find_fonts(font_dirs=None, chars=None, include_reserved=False, language=None
     else the usual system and user font folders. Reserved families (see the module docstring)
     are left out unless ``include_reserved``; math/symbol faces always, and families the
     language leaves out (another language's designs). With ``chars``, fonts lacking more than
-    ``MAX_MISSING_SHARE`` of them (any, for a charset under 100 characters) are dropped;
+    ``MAX_MISSING_SHARE`` of them (or the language's ``max_missing_share``) (any, for a charset under 100 characters) are dropped;
     :func:`face_gaps` then tells what each kept face lacks.
 
     Raises FileNotFoundError naming the folders searched when nothing usable
@@ -289,7 +289,8 @@ def find_fonts(font_dirs=None, chars=None, include_reserved=False, language=None
             % (", ".join(dirs), FONT_DIRS_ENV))
     if chars:
         chars = "".join(chars)
-        allowed = int(MAX_MISSING_SHARE * len(chars))
+        share = language.max_missing_share
+        allowed = int((MAX_MISSING_SHARE if share is None else share) * len(chars))
         _learn_gaps(fonts, chars, at_most=allowed)
         usable = [path for path in fonts if len(_GAPS[path, chars, allowed]) <= allowed]
         if not usable:

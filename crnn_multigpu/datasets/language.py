@@ -2,15 +2,24 @@
 
 Each language is a JSON file in ``crnn_multigpu/datasets/languages/`` (``en.json``,
 ``zh.json``); :func:`get_language` reads one by name. Nothing in the code branches on a
-language: a new one (Japanese, Korean) is a new description and, if it needs one, a charset
-file beside it. The keys:
+language: a new one (Japanese, Korean, Icelandic) is a new description and, if it needs one, a
+charset file beside it. The keys:
 
-* ``charset``: ``printable_ascii`` or a charset file beside the description;
-* ``fonts``: ``dirs`` to search (default: the system's font folders) and ``exclude_families``
+* ``extends``: a shared base description (``_latin.json``) whose keys this one's override;
+* ``charset``: ``printable_ascii`` or a charset file beside the description; ``normalize``: the
+  Unicode normal form text is put in before it is spelt (``NFC``: precomposed letters);
+* ``fonts``: ``dirs`` to search (default: the system's font folders), ``exclude_families``
   (regular expressions on the family name) for faces that draw the charset but not in the
-  language's own design (e.g. the Japanese faces of a CJK collection);
-* ``prose`` (text sources, :mod:`text_sources`), ``words`` (``system``: the system word list;
-  ``jieba``: the dictionary of PyPI's jieba, with frequencies);
+  language's own design (e.g. the Japanese faces of a CJK collection), and
+  ``max_missing_share``: the share of the charset a face may lack and still draw the text it
+  can (default :data:`crnn_multigpu.datasets.fonts.MAX_MISSING_SHARE`; few faces draw
+  Vietnamese);
+* ``prose`` (text sources, :mod:`text_sources`), ``words``: the word list, ``paths`` (the first
+  that exists; inside the Python ``package`` when one is named), its ``format`` (``words``: one a
+  line, an optional count after ``separator``; ``hunspell``: a Hunspell ``.dic``) and a list of
+  ``common`` words drawn more often;
+* ``mixes``: the training mixes the language joins, with its share (``{"latin": 0.05}``); a
+  description with ``mix`` (``latin.json``) draws its lines from its mix's members by share;
 * how text is cut and spelt: ``spelling`` (characters outside the charset and what to write
   instead), ``nfkc_fold`` (else NFKC's form when the charset writes it), ``sentence_end``,
   ``content`` (a unit must hold one such character), ``token`` and ``joiner`` (how a line is
@@ -25,6 +34,7 @@ file beside it. The keys:
   prose it is counted from (``with_word_list``), and the file of counts shipped beside the
   description (``counts``; else they are counted from the prose at start-up).
 """
+import importlib
 import io
 import json
 import os
@@ -48,19 +58,39 @@ CHAR_LM_DEFAULTS = {"order": 4, "weight": 0.2, "bonus": 1.5, "on_by_default": Fa
 
 
 def language_names():
-    """The names of the described languages, sorted."""
-    return sorted(name[:-5] for name in os.listdir(LANGUAGES_DIR) if name.endswith(".json"))
+    """The names of the described languages, sorted (``_*.json`` are shared bases, not
+    languages)."""
+    return sorted(name[:-5] for name in os.listdir(LANGUAGES_DIR)
+                  if name.endswith(".json") and not name.startswith("_"))
 
 
-def get_language(name=None):
-    """The :class:`Language` described by ``languages/<name>.json`` (default: English)."""
-    name = name or DEFAULT_LANGUAGE
+def _description(name):
+    """The description ``languages/<name>.json``, with the keys of the base it ``extends``
+    under its own."""
     path = os.path.join(LANGUAGES_DIR, "%s.json" % name)
     if not os.path.isfile(path):
         raise ValueError("no language %r; described languages: %s"
                          % (name, ", ".join(language_names())))
     with io.open(path, encoding="utf-8") as handle:
-        return Language(json.load(handle))
+        description = json.load(handle)
+    base = description.pop("extends", None)
+    return dict(_description(base), **description) if base else description
+
+
+def get_language(name=None):
+    """The :class:`Language` described by ``languages/<name>.json`` (default: English)."""
+    return Language(_description(name or DEFAULT_LANGUAGE))
+
+
+def mix_members(mix):
+    """``[(Language, share)]``: every described language that joins the training mix ``mix``
+    (its ``mixes`` key names it, with its share), by name."""
+    members = []
+    for name in language_names():
+        share = _description(name).get("mixes", {}).get(mix)
+        if share:
+            members.append((get_language(name), float(share)))
+    return members
 
 
 class Language(object):
@@ -75,7 +105,10 @@ class Language(object):
         self.font_dirs = fonts.get("dirs")
         self._excluded_families = [re.compile(p, re.I) for p in fonts.get("exclude_families", ())]
         self.prose_sources = [make_source(spec) for spec in description.get("prose", ())]
-        self.word_source = (description.get("words") or {}).get("source")
+        self.words = description.get("words") or {}
+        self.mix = description.get("mix")
+        self._normal_form = description.get("normalize")
+        self.max_missing_share = fonts.get("max_missing_share")
         self._spelling = description.get("spelling", {})
         self._nfkc = bool(description.get("nfkc_fold"))
         self._sentence_end = re.compile(description["sentence_end"])
@@ -110,11 +143,14 @@ class Language(object):
         """``text`` respelt (:meth:`respell`) and tidied (:meth:`tidy`)."""
         return self.tidy(self.respell(text))
 
-    def respell(self, text):
-        """``text`` with the characters outside the charset spelt as the charset writes them
-        (the ``spelling`` table, then NFKC when asked for); what cannot be written is kept,
-        for the caller to refuse."""
-        charset = self.charset
+    def respell(self, text, charset=None):
+        """``text`` in the description's normal form (``normalize``: NFC, say), with the
+        characters outside ``charset`` (default: the language's) spelt as it writes them (the
+        ``spelling`` table, then NFKC when asked for); what cannot be written is kept, for the
+        caller to refuse."""
+        charset = charset or self.charset
+        if self._normal_form:
+            text = unicodedata.normalize(self._normal_form, text)
         out = []
         for char in text:
             if char in charset:
@@ -177,7 +213,7 @@ class Language(object):
             sources = self.prose_sources
         units, seen = [], set()
         for source in sources:
-            for unit in self.units(self.respell(source.text())):
+            for unit in self.units(self.respell(source.text(), charset)):
                 unit = self.tidy(unit)
                 # Rulers ("-----") and other runs of punctuation are not text.
                 if unit in seen or charset.unknown_chars(unit) or \
@@ -199,20 +235,31 @@ class Language(object):
         return os.path.join(LANGUAGES_DIR, counts) if counts else None
 
     def word_list_path(self):
-        """The path of the language's word list, or None (then words come from the prose)."""
-        if self.word_source == "jieba":
+        """The language's word list, or None (then words come from the prose): the first of the
+        description's ``words.paths`` that exists, inside the installed Python
+        ``words.package`` when one is named (jieba's dictionary)."""
+        paths = self.words.get("paths", ())
+        package = self.words.get("package")
+        if package:
             try:
-                import jieba
+                module = importlib.import_module(package)
             except ImportError:
-                raise ValueError("the %s word list is jieba's dictionary: pip install jieba"
-                                 % self.title)
-            return os.path.join(os.path.dirname(jieba.__file__), "dict.txt")
-        if self.word_source == "system":
-            from crnn_multigpu.datasets.words import default_word_list
-            return default_word_list()
-        return None
+                raise ValueError("the %s word list comes with the Python package %s: pip install "
+                                 "%s" % (self.title, package, package))
+            paths = [os.path.join(os.path.dirname(module.__file__), path) for path in paths]
+        return next((path for path in paths if os.path.isfile(path)), None)
+
+    @property
+    def word_list_format(self):
+        """How the word list is written (:data:`crnn_multigpu.datasets.words.WORD_LIST_FORMATS`)."""
+        return self.words.get("format", "words")
 
     @property
     def word_list_separator(self):
-        """What separates a word from its count in the word list (jieba: a space)."""
-        return " " if self.word_source == "jieba" else "\t"
+        """What separates a word from its count in the word list (default: a TAB)."""
+        return self.words.get("separator", "\t")
+
+    @property
+    def common_words_path(self):
+        """A list of the language's commoner words (drawn more often), or None."""
+        return self.words.get("common")

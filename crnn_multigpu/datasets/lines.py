@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from crnn_multigpu.datasets.language import get_language
+from crnn_multigpu.datasets.language import get_language, mix_members
 from crnn_multigpu.datasets.words import WordList
 # Share of each kind of line in the default mix.
 LINE_MIX = (("prose", 0.55), ("phrase", 0.15), ("code", 0.15), ("numbers", 0.15))
@@ -91,11 +91,14 @@ class LineSampler(object):
         self.language = language = language or get_language()
         self.charset, self.min_len, self.max_len = charset, min_len, max_len
         self.units = language.prose(part, texts, charset)
+        # Identifiers are ASCII; a language without a word list takes its words from its prose.
         self._prose_words = sorted(set(w for u in self.units for w in re.findall(r"[A-Za-z]{3,}", u)))
+        self._prose_vocabulary = sorted(set(w for u in self.units for w in re.findall(r"[^\W\d_]{3,}", u)))
         words = words or language.word_list_path()
         writable = lambda word: word if not charset.unknown_chars(word) else None  # noqa: E731
-        self.words = WordList(words, writable, max_len=20,
-                              separator=language.word_list_separator) if words else None
+        self.words = WordList(words, writable, max_len=20, common_path=language.common_words_path,
+                              separator=language.word_list_separator,
+                              fmt=language.word_list_format) if words else None
         self._code_word = self._word if language.code_words == "words" else self._prose_word
         mix = [(kind, share) for kind, share in known if kind in kinds] if kinds else \
             list(language.line_kinds.items())
@@ -232,7 +235,7 @@ class LineSampler(object):
     def _word(self, rng):
         if self.words is not None:
             return self.words.sample(rng)
-        return self._prose_word(rng)
+        return self._prose_vocabulary[rng.randint(len(self._prose_vocabulary))]
 
     def _prose_word(self, rng):
         return self._prose_words[rng.randint(len(self._prose_words))]
@@ -341,6 +344,45 @@ class LineSampler(object):
             return "".join(rng.choice(list(_LOOKALIKES + "8B5S2Z-"), size=rng.randint(3, 9)))
         return "0x%0*X" % (rng.randint(2, 9), rng.randint(0, 2 ** 32)) if rng.rand() < 0.5 \
             else "0x%0*x" % (rng.randint(2, 9), rng.randint(0, 2 ** 32))
+
+
+class LanguageMix(object):
+    """Lines of several languages in one charset: each line is drawn by one member of the mix,
+    chosen by its share (a mixed description's ``mix``: every language whose ``mixes`` names
+    it). The same interface as :class:`LineSampler`."""
+
+    def __init__(self, charset, members, min_len=1, max_len=60, part="all", kinds=None):
+        if not members:
+            raise ValueError("the mix has no members: no described language names it in its "
+                             "\"mixes\"")
+        self.charset = charset
+        self.samplers = [LineSampler(charset, min_len, max_len, part=part, kinds=kinds,
+                                     language=language) for language, _ in members]
+        shares = np.array([share for _, share in members], dtype=np.float64)
+        self._cumulative = np.cumsum(shares / shares.sum())
+
+    def label_of(self, drawn):
+        """The label of ``drawn``: itself, or None if the charset cannot write it."""
+        return None if self.charset.unknown_chars(drawn) else drawn
+
+    def sample(self, rng):
+        """``(drawn, label)`` of one line of one member, chosen by share."""
+        member = min(int(np.searchsorted(self._cumulative, rng.rand())), len(self.samplers) - 1)
+        return self.samplers[member].sample(rng)
+
+
+def line_sampler(charset, min_len=1, max_len=60, texts=None, part="all", words=None, kinds=None,
+                 language=None):
+    """The sampler of ``language``'s lines: a :class:`LanguageMix` of its members for a mixed
+    description, else a :class:`LineSampler` (arguments as there)."""
+    language = language or get_language()
+    if not language.mix:
+        return LineSampler(charset, min_len, max_len, texts=texts, part=part, words=words,
+                           kinds=kinds, language=language)
+    if texts or words:
+        raise ValueError("%s mixes the prose and word lists of its languages: pass --language "
+                         "with one of them to draw from --text or --words" % language.title)
+    return LanguageMix(charset, mix_members(language.mix), min_len, max_len, part, kinds)
 
 
 def _fit(line, max_len):

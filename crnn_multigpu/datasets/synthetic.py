@@ -484,9 +484,9 @@ def make_generator(charset, fonts, lines=False, text_files=None, text_part="all"
     if not lines:
         return SyntheticTextGenerator(charset, fonts, min_len=min_len, max_len=max_len,
                                       words=words, kinds=kinds, **settings)
-    from crnn_multigpu.datasets.lines import LineSampler
-    texts = LineSampler(charset, min_len, max_len, texts=text_files, part=text_part, words=words,
-                        kinds=kinds, language=language)
+    from crnn_multigpu.datasets.lines import line_sampler
+    texts = line_sampler(charset, min_len, max_len, texts=text_files, part=text_part, words=words,
+                         kinds=kinds, language=language)
     return SyntheticTextGenerator(charset, fonts, min_len=min_len, max_len=max_len, texts=texts,
                                   lines=True, **settings)
 

@@ -14,13 +14,12 @@ that is also in the small list (``wamerican-small``, the commoner words) is draw
 """
 import io
 import os
+import re
 import string
+import unicodedata
 
 import numpy as np
 
-DEFAULT_WORD_LISTS = ("/usr/share/dict/american-english", "/usr/share/dict/british-english",
-                      "/usr/share/dict/words")
-COMMON_WORD_LIST = "/usr/share/dict/american-english-small"
 COMMON_WEIGHT = 4.0
 VOWELS = "aeiou"
 # Syllable shapes for pronounceable pseudo-words: C = consonant, V = vowel.
@@ -31,17 +30,50 @@ TEXT_MIX = (("word", 0.58), ("number", 0.10), ("code", 0.10), ("pseudo", 0.12),
 
 
 def default_word_list():
-    """The first installed system word list, or None."""
-    return next((path for path in DEFAULT_WORD_LISTS if os.path.isfile(path)), None)
+    """The default language's installed word list (English: the system's), or None."""
+    from crnn_multigpu.datasets.language import get_language
+    return get_language().word_list_path()
 
 
-def _read_lines(path):
+def default_common_words():
+    """The default language's list of commoner words, or None."""
+    from crnn_multigpu.datasets.language import get_language
+    return get_language().common_words_path
+
+
+# How a word list is written: "words", one word a line (an optional count after a separator);
+# "hunspell", a Hunspell dictionary (.dic: a count line, then word/FLAGS lines, in the encoding
+# its .aff's SET names).
+WORD_LIST_FORMATS = ("words", "hunspell")
+
+
+def _hunspell_encoding(dic_path):
+    """The encoding the ``.aff`` beside a Hunspell ``.dic`` names (``SET``; default UTF-8)."""
+    aff = os.path.splitext(dic_path)[0] + ".aff"
+    if os.path.isfile(aff):
+        with io.open(aff, "rb") as handle:
+            for raw in handle:
+                if raw.startswith(b"SET "):
+                    return raw.split()[1].decode("ascii").lower()
+    return "utf-8"
+
+
+def _read_lines(path, fmt="words"):
+    """The words of the list at ``path`` (with what follows them on their lines)."""
+    if fmt not in WORD_LIST_FORMATS:
+        raise ValueError("word list format %r is not one of %s" % (fmt, ", ".join(WORD_LIST_FORMATS)))
+    encoding = _hunspell_encoding(path) if fmt == "hunspell" else "utf-8"
     try:
-        with io.open(path, "r", encoding="utf-8") as handle:
-            return handle.read().splitlines()
-    except UnicodeDecodeError as error:
-        raise ValueError("word list %s is not UTF-8 text (byte %d): %s"
-                         % (path, error.start, error.reason))
+        with io.open(path, "r", encoding=encoding) as handle:
+            lines = unicodedata.normalize("NFC", handle.read()).splitlines()
+    except (UnicodeDecodeError, LookupError) as error:
+        raise ValueError("word list %s is not %s text: %s" % (path, encoding, error))
+    if fmt == "hunspell":
+        # The first line counts the words; a word's flags follow a slash (an escaped one,
+        # "\\/", is part of the word), its morphology a TAB or space.
+        lines = [re.split(r"(?<!\\)/|\s", line.strip(), 1)[0].replace("\\/", "/")
+                 for line in lines[1:]]
+    return lines
 
 
 class WordList(object):
@@ -51,8 +83,8 @@ class WordList(object):
     Possessives ("dog's") lose their "'s"; duplicates after that are merged.
     """
 
-    def __init__(self, path, label_of, common_path=COMMON_WORD_LIST, min_len=1, max_len=None,
-                 separator="\t"):
+    def __init__(self, path, label_of, common_path=None, min_len=1, max_len=None,
+                 separator="\t", fmt="words"):
         if not os.path.isfile(path):
             raise FileNotFoundError("word list %s does not exist (Debian/Ubuntu: apt-get install "
                                     "wamerican, or pass a file with one word per line)" % path)
@@ -60,7 +92,7 @@ class WordList(object):
         if common_path and os.path.isfile(common_path) and common_path != path:
             common = set(line.strip() for line in _read_lines(common_path))
         weights = {}
-        for number, line in enumerate(_read_lines(path), 1):
+        for number, line in enumerate(_read_lines(path, fmt), 1):
             fields = line.strip().split(separator)
             word = fields[0].strip()
             if word.endswith("'s"):
@@ -116,7 +148,8 @@ class TextSampler(object):
         if words is None and self._has_letters:
             words = default_word_list()
         if isinstance(words, str):
-            words = WordList(words, self.label_of, min_len=min_len, max_len=max_len)
+            words = WordList(words, self.label_of, common_path=default_common_words(),
+                             min_len=min_len, max_len=max_len)
         self.words = words
         unknown = set(kinds or ()) - set(kind for kind, _ in TEXT_MIX)
         if unknown:

@@ -281,11 +281,11 @@ def prose_language_model(charset, order=DEFAULT_ORDER, texts=None, language=None
     if language.char_lm["with_word_list"] and texts is None:
         path = language.word_list_path()
         if path is None:
-            raise ValueError("%s.json's char_lm asks for its word list, but it names none "
-                             "(\"words\": {\"source\": ...})" % language.name)
+            raise ValueError("%s.json's char_lm asks for its word list, but none of its "
+                             "\"words\" paths is installed" % language.name)
         units += list(weighted_words(WordList(
             path, lambda word: None if charset.unknown_chars(word) else word, common_path=None,
-            min_len=2, separator=language.word_list_separator)))
+            min_len=2, separator=language.word_list_separator, fmt=language.word_list_format)))
     if " " not in charset:
         lower_only = not any(char.isupper() for char in charset.chars)
         words = []
