@@ -7,12 +7,14 @@ separated by blank lines. Sources read what a Debian machine has; a source whose
 all missing gives no text (the language then says which sources it found nothing in).
 """
 import glob
+import gzip
 import html.parser
 import io
 import os
 import re
 import struct
 import subprocess
+import unicodedata
 
 SOURCES = {}
 # PDFs the project keeps for its independent checks: never read as training text.
@@ -169,6 +171,81 @@ class GettextCatalogs(TextSource):
                 lines.extend(PRINTF_DIRECTIVE.sub(_placeholder, line)
                              for line in message.splitlines())
         return "\n\n".join(line for line in lines if line.strip())
+
+
+@register
+class ManualPages(TextSource):
+    """The running text of manual pages (globs of roff sources, gzipped or not, e.g. a
+    language's ``/usr/share/man/de/man1/*.gz``): the words of their paragraphs, headings and
+    emphasis, their requests and font switches left out, their named characters written."""
+    kind = "man"
+
+    def text(self):
+        parts = []
+        for path in expand(self.paths):
+            opener = gzip.open if path.endswith(".gz") else open
+            try:
+                with opener(path, "rb") as handle:
+                    parts.append(roff_text(handle.read().decode("utf-8")))
+            except (OSError, UnicodeDecodeError, EOFError):
+                continue  # a damaged page or one in a legacy encoding: its words are not read
+        return "\n\n".join(parts)
+
+
+# Requests whose arguments are text (headings, font alternations); other requests are layout.
+ROFF_TEXT_REQUESTS = {"SH", "SS", "B", "I", "BR", "RB", "IR", "RI", "BI", "IB", "SM", "SB"}
+ROFF_CHARACTERS = {"em": u"\u2014", "en": u"\u2013", "aq": "'", "dq": '"', "lq": u"\u201c",
+                   "rq": u"\u201d", "oq": u"\u2018", "cq": u"\u2019", "bu": u"\u2022",
+                   "co": u"\u00a9", "rg": u"\u00ae", "hy": "-", "mi": "-", "ti": "~", "ha": "^",
+                   "rs": "\\", "Fo": u"\u00ab", "Fc": u"\u00bb", "fo": u"\u2039", "fc": u"\u203a",
+                   "de": u"\u00b0", "mu": u"\u00d7", "pc": u"\u00b7", "tm": u"\u2122",
+                   "ss": u"\u00df", "ae": u"\u00e6", "AE": u"\u00c6", "/o": u"\u00f8",
+                   "/O": u"\u00d8", "oe": u"\u0153", "OE": u"\u0152", "Eu": u"\u20ac",
+                   "eu": u"\u20ac"}
+ROFF_ESCAPE = re.compile(r"\\(\(..|\[[^\]]*\]|f(\(..|\[[^\]]*\]|.)|\*(\(..|\[[^\]]*\]|.)|"
+                         r"s[-+]?\d+|[-e&c ~|^0%,/])")
+
+
+# groff's accented letters: a mark then the letter (\\(:u is u with a diaeresis).
+ROFF_MARKS = {":": u"\u0308", "'": u"\u0301", "`": u"\u0300", "^": u"\u0302", "~": u"\u0303",
+              ",": u"\u0327", "o": u"\u030a"}
+
+
+def _roff_character(name):
+    """The character groff's ``\\(xx`` / ``\\[name]`` names, or "" for one not known here."""
+    if name in ROFF_CHARACTERS:
+        return ROFF_CHARACTERS[name]
+    if len(name) == 2 and name[0] in ROFF_MARKS and name[1].isalpha():
+        return unicodedata.normalize("NFC", name[1] + ROFF_MARKS[name[0]])
+    return ""
+
+
+def _roff_escape(match):
+    escape = match.group(1)
+    if escape[0] in "([":
+        return _roff_character(escape[1:3] if escape[0] == "(" else escape[1:-1])
+    return {"-": "-", "e": "\\", " ": " ", "~": " ", "0": " "}.get(escape, "")
+
+
+def roff_text(source):
+    """The running text of a roff manual page: a paragraph per ``.PP``/``.TP``/``.SH``..."""
+    lines = []
+    for line in source.splitlines():
+        if line.startswith((".", "'")):
+            request, _, rest = line[1:].strip().partition(" ")
+            if request in ROFF_TEXT_REQUESTS and rest:
+                words = [quoted or bare for quoted, bare in re.findall(r'"([^"]*)"|(\S+)', rest)]
+                # B, I, SH...: words; BR, IR...: fonts alternate between words set close.
+                joined = " ".join(words) if len(request) == 1 or request in ("SH", "SS", "SM", "SB") \
+                    else "".join(words)
+                heading = request in ("SH", "SS")
+                lines.extend(([""] if heading else []) + [ROFF_ESCAPE.sub(_roff_escape, joined)] +
+                             ([""] if heading else []))
+            else:
+                lines.append("")  # a layout request ends the paragraph
+            continue
+        lines.append(ROFF_ESCAPE.sub(_roff_escape, line))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines))
 
 
 PRINTF_DIRECTIVE = re.compile(r"%(\d+\$)?[-+ #0']*(\d+|\*)?(\.(\d+|\*))?"
