@@ -3,12 +3,15 @@
 # the families reserved for independent evaluation, plus 149 families from npm's @fontsource
 # packages, scripts/install_fontsource.sh), a word list, and poppler for the real-document
 # check. Root installs them with apt-get; anyone else is told what to install.
-# Usage: scripts/install_system_packages.sh [--minimal | --compare | --chinese]
+# Usage: scripts/install_system_packages.sh [--minimal | --compare | --chinese | --latin]
 #   --minimal: what the tests need (one Chinese face among them: WenQuanYi Micro Hei)
 #   --chinese: what the Chinese text model trains on: Chinese faces (not the reserved AR PL;
 #              six @fontsource families among them, install_fontsource.sh --chinese), the texts
 #              of debian-reference-zh-cn and texlive-lang-chinese's PDFs (poppler-data lets
 #              poppler extract their Chinese)
+#   --latin:   what the Latin-script model trains on (languages/_latin.json and its members):
+#              the training faces, word lists (Debian w* lists, hunspell dictionaries) and the
+#              texts of Debian's translated manuals, manual pages and message catalogues
 #   --compare: the side-by-side check with Tesseract (scripts/compare_tesseract.py): Tesseract 5
 #              and its English model, the reserved type families and the reserved PDFs
 #              (never trained on: crnn-generate leaves reserved families out)
@@ -29,6 +32,14 @@ fonts-oxygen fonts-sora fonts-play fonts-mononoki fonts-noto-mono fonts-noto-cor
 fonts-adf-accanthis fonts-adf-baskervald fonts-adf-berenis fonts-adf-gillius fonts-adf-libris
 fonts-adf-romande fonts-adf-switzera fonts-adf-universalis fonts-adf-verana fonts-junction
 fonts-prociono fonts-cardo fonts-tuffy fonts-clear-sans fonts-arkpandora fonts-lmodern fonts-cmu"
+LATIN="wngerman wfrench wspanish witalian wportuguese wbrazilian wpolish wdutch wdanish wswedish
+wnorwegian wcatalan hunspell-cs hunspell-sk hunspell-tr hunspell-vi hunspell-hu hunspell-ro
+hunspell-sl hunspell-hr hunspell-es hunspell-it hunspell-pt-pt hunspell-pl hunspell-da hunspell-sv
+hunspell-no hunspell-ca hunspell-fr hunspell-de-de hunspell-nl myspell-et debian-reference-de
+debian-reference-es debian-reference-fr debian-reference-it debian-reference-pt
+debian-reference-pt-br manpages-cs manpages-da manpages-de manpages-es manpages-fi manpages-fr
+manpages-hu manpages-it manpages-nb manpages-nl manpages-pl manpages-pt-br manpages-ro manpages-sv
+manpages-vi manpages-tr"
 COMPARE="tesseract-ocr tesseract-ocr-eng fonts-liberation fonts-freefont-ttf fonts-urw-base35
 fonts-texgyre libtasn1-doc shared-mime-info python-reportlab-doc tesseract-ocr-chi-sim
 fonts-arphic-ukai fonts-arphic-uming fonts-arphic-gbsn00lp fonts-arphic-gkai00mp texlive-lang-chinese
@@ -37,12 +48,13 @@ case "${1:-}" in
   --minimal) packages="$MINIMAL" ;;
   --compare) packages="$MINIMAL $COMPARE" ;;
   --chinese) packages="$MINIMAL $CHINESE" ;;
+  --latin) packages="$MINIMAL $FONTS $LATIN" ;;
   *) packages="$MINIMAL $FONTS" ;;
 esac
 missing=$(for p in $packages; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 fontsource() {
   case "${1:-}" in
-    '') "$(dirname "$0")/install_fontsource.sh" ;;
+    ''|--latin) "$(dirname "$0")/install_fontsource.sh" ;;
     --chinese) "$(dirname "$0")/install_fontsource.sh" --chinese ;;
   esac
 }
