@@ -50,6 +50,8 @@ class CRNN(object):
     # What crnn-train --model chooses from (crnn_multigpu.ocr.model_class).
     SIZES = {"tiny": TINY, "small": DEFAULTS, "medium": MEDIUM, "paper": PAPER, "wide": WIDE}
     DEFAULT_SIZE = "small"
+    # The variables whose last axis is the class axis (ocr.charset_transfer maps it by character).
+    OUTPUT_VARIABLES = ("crnn/logits/kernel", "crnn/logits/bias")
 
     def __init__(self, num_classes=37, channels=DEFAULTS["channels"],
                  lstm_units=DEFAULTS["lstm_units"], lstm_layers=2, height=32, beam_width=0,
