@@ -17,9 +17,21 @@ import subprocess
 import unicodedata
 
 SOURCES = {}
-# PDFs the project keeps for its independent checks: never read as training text.
+# Documents the project keeps for its independent checks, never read as training text: the
+# PDFs of libtasn1-doc, shared-mime-info and python-reportlab-doc, ctex-faq, every translation of
+# lshort (lshort-* folders and files, l2kurz, lyhyt2e), the text of manpages-zh and Debian's
+# debian-faq, maint-guide and installation-guide in every language.
 RESERVED_PDFS = ("libtasn1.pdf", "shared-mime-info-spec.pdf", "reportlab-userguide.pdf",
-                 "lshort-zh-cn.pdf", "ctex-faq.pdf")
+                 "lshort-zh-cn.pdf", "ctex-faq.pdf", "l2kurz.pdf", "lyhyt2e.pdf")
+RESERVED_PATH_RE = re.compile(
+    r"(^|/)(lshort[^/]*|libtasn1-doc|shared-mime-info|python-reportlab-doc|debian-faq[^/]*|"
+    r"maint-guide[^/]*|installation-guide[^/]*)(/|$)|/man/zh_(CN|TW)/")
+
+
+def is_reserved_document(path):
+    """True for a file of the documents reserved for the project's independent checks."""
+    path = os.path.abspath(path)
+    return os.path.basename(path) in RESERVED_PDFS or bool(RESERVED_PATH_RE.search(path))
 
 
 def register(cls):
@@ -38,11 +50,12 @@ def make_source(spec):
 
 
 def expand(patterns):
-    """The existing files matching ``patterns`` (globs), sorted, each once."""
+    """The existing files matching ``patterns`` (globs), sorted, each once; reserved documents
+    (:func:`is_reserved_document`) are left out."""
     found = set()
     for pattern in patterns:
         found.update(path for path in glob.glob(os.path.expanduser(pattern))
-                     if os.path.isfile(path))
+                     if os.path.isfile(path) and not is_reserved_document(path))
     return sorted(found)
 
 
@@ -143,8 +156,6 @@ class PdfTextLayers(TextSource):
     def text(self):
         parts = []
         for path in expand(self.paths):
-            if os.path.basename(path) in RESERVED_PDFS:
-                continue
             try:
                 result = subprocess.run(["pdftotext", "-enc", "UTF-8", path, "-"],
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
