@@ -250,6 +250,7 @@ def test_reserved_documents_are_never_training_text(tmp_path):
     for path in ("/usr/share/doc/texlive-doc/latex/lshort-german/l2kurz.pdf",
                  "/usr/share/doc/texlive-doc/latex/lshort-finnish/lyhyt2e.pdf",
                  "/usr/share/doc/texlive-doc/latex/lshort-slovak/lshort-sk.pdf",
+                 "/usr/share/doc/texlive-doc/latex/it-lshort.pdf",
                  "/usr/share/doc/python-reportlab-doc/reportlab-reference.pdf",
                  "/usr/share/doc/debian-faq-de/debian-faq.de.html/index.html",
                  "/usr/share/doc/installation-guide-amd64/fr/ch01.html",

@@ -24,7 +24,7 @@ SOURCES = {}
 RESERVED_PDFS = ("libtasn1.pdf", "shared-mime-info-spec.pdf", "reportlab-userguide.pdf",
                  "lshort-zh-cn.pdf", "ctex-faq.pdf", "l2kurz.pdf", "lyhyt2e.pdf")
 RESERVED_PATH_RE = re.compile(
-    r"(^|/)(lshort[^/]*|libtasn1-doc|shared-mime-info|python-reportlab-doc|debian-faq[^/]*|"
+    r"(^|/)([^/]*lshort[^/]*|libtasn1-doc|shared-mime-info|python-reportlab-doc|debian-faq[^/]*|"
     r"maint-guide[^/]*|installation-guide[^/]*)(/|$)|/man/zh_(CN|TW)/")
 
 
