@@ -172,13 +172,15 @@ class GettextCatalogs(TextSource):
     """The translated messages of compiled gettext catalogues (``.mo`` globs, e.g. a locale's
     ``/usr/share/locale/zh_CN/LC_MESSAGES/*.mo``): programs' help texts, options and errors,
     the language of manuals. Each line of a message is a paragraph; a printf directive
-    becomes what a reader would see in its place (``%s``: FILE, ``%d``: 3)."""
+    becomes what a reader would see in its place (``%s``: FILE, ``%d``: 3), and a menu
+    label's keyboard mnemonic mark is dropped (:func:`without_mnemonic`)."""
     kind = "gettext"
 
     def text(self):
         lines = []
         for path in expand(self.paths):
             for message in catalog_messages(path):
+                message = without_mnemonic(message)
                 lines.extend(PRINTF_DIRECTIVE.sub(_placeholder, line)
                              for line in message.splitlines())
         return "\n\n".join(line for line in lines if line.strip())
@@ -266,6 +268,27 @@ PLACEHOLDERS = dict([(letter, "3") for letter in "diouxXeEfFgGaA"] +
                     [("c", "x"), ("s", "FILE"), ("S", "FILE"), ("m", "FILE"), ("p", "0x7f"),
                      ("%", "%")])
 MO_MAGIC = 0x950412de
+# A word holding one of these is code, not a label: its _ or & is part of it.
+IDENTIFIER_SIGNS = re.compile(r"[-0-9$./=;:<>()\[\]{}]")
+
+
+def without_mnemonic(message):
+    """``message`` without its keyboard mnemonic mark (GTK's ``_``, Qt's ``&``: ``_Open``,
+    ``Mạ_ng``, ``Save &As``), which no printed text shows. The mark is the message's only
+    ``_`` or ``&``, before a letter, in a word that is not an identifier (``LC_ALL``,
+    ``--no_check``, ``x_1``)."""
+    for mark in "_&":
+        if message.count(mark) != 1:
+            continue
+        at = message.index(mark)
+        start = message.rfind(" ", 0, at) + 1
+        end = message.find(" ", at)
+        word = message[start:len(message) if end < 0 else end]
+        before, after = message[at - 1:at], message[at + 1:at + 2]
+        if after.isalpha() and not (before.isupper() and after.isupper()) and \
+                not IDENTIFIER_SIGNS.search(word):
+            return message[:at] + message[at + 1:]
+    return message
 
 
 def _placeholder(directive):
