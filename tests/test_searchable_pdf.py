@@ -76,6 +76,12 @@ def page_texts(path, pages):
             for number in range(1, pages + 1)]
 
 
+def layout_lines(path):
+    """The lines of ``pdftotext -layout`` (the page as laid out), spaces collapsed."""
+    return [" ".join(line.split()) for line in run("pdftotext", "-layout", path, "-").splitlines()
+            if line.strip("\f ")]
+
+
 def page_sizes(path):
     """``[(width, height)]`` in points of every page, from ``pdfinfo``."""
     found = run("pdfinfo", "-f", "1", "-l", "999", path)
@@ -89,15 +95,21 @@ def character_error_rate(found, given):
 
 def check_round_trip(path, lines, dpi):
     """The one-page PDF at ``path`` gives ``lines`` (``[(text, box)]``) back: its text with at
-    most 0.5 % of the characters wrong (whitespace between words comes back as one space),
-    each word on the box given to it (within TOLERANCE points) and so within its line's box;
-    and qpdf finds nothing wrong with it."""
+    most 0.5 % of the characters wrong (whitespace between words comes back as one space), and
+    each word on its box (:func:`check_words_on_boxes`)."""
     texts = [" ".join(text.split()) for text, _ in lines]
     assert character_error_rate(page_texts(path, 1)[0], texts) <= 0.005
-    found, given = word_boxes(path)[0], given_word_boxes(lines, dpi)
-    assert [word for word, _ in found] == [word for word, _ in given]
-    for (word, box), (_, wanted) in zip(found, given):
-        assert np.allclose(box, wanted, atol=TOLERANCE), (word, box, wanted)
+    check_words_on_boxes(path, given_word_boxes(lines, dpi))
+
+
+def check_words_on_boxes(path, given):
+    """The one-page PDF at ``path`` holds the words ``given`` (``[(word, box in points)]``), each
+    on its box (within TOLERANCE points), drawn in render mode 3; qpdf finds nothing wrong."""
+    found = word_boxes(path)[0]
+    assert sorted(word for word, _ in found) == sorted(word for word, _ in given)
+    for word, box in given:
+        assert any(text == word and np.allclose(at, box, atol=TOLERANCE)
+                   for text, at in found), (word, box, found)
     assert "No syntax or stream encoding errors" in run("qpdf", "--check", path)
     # the words are drawn in render mode 3 (neither filled nor stroked), as Tesseract draws them
     run("qpdf", "--qdf", "--object-streams=disable", path, path + ".qdf")
@@ -124,6 +136,44 @@ def test_a_chinese_page_of_page_objects_round_trips(tmp_path):
     fonts = run("pdffonts", path).splitlines()[2:]
     assert len(fonts) == 1 and fonts[0].split()[:8] == [
         "GlyphLessFont", "CID", "TrueType", "Identity-H", "yes", "no", "yes", "3"][:8]
+
+
+def test_a_row_of_pieces_far_apart_lays_each_piece_on_its_box(tmp_path):
+    image, lines = drawn_page(["Chapter 3", "page 17", "Contents"],
+                              os.path.join(DEJAVU, "DejaVuSans.ttf"))
+    (head, head_box), (number, number_box), (next_row, next_box) = lines
+    number_box = (1000, head_box[1], 1000 + number_box[2] - number_box[0], head_box[3])
+    row = SimpleNamespace(text="Chapter 3 page 17", box=head_box[:2] + number_box[2:], pieces=[
+        SimpleNamespace(text=head, box=head_box), SimpleNamespace(text=number, box=number_box)])
+    path = str(tmp_path / "pieces.pdf")
+    write_searchable_pdf(path, [SimpleNamespace(image=image, lines=[
+        row, SimpleNamespace(text=next_row, box=next_box, pieces=())])], dpi=72)
+    check_words_on_boxes(path, given_word_boxes(
+        [(head, head_box), (number, number_box), (next_row, next_box)], 72))
+    assert layout_lines(path) == ["Chapter 3 page 17", "Contents"]
+
+
+def turned_clockwise(box, turn, size):
+    """``box`` of an image of ``size`` on that image turned clockwise by ``turn`` degrees."""
+    (x0, y0, x1, y1), (width, height) = box, size
+    return {90: (height - y1, x0, height - y0, x1), 180: (width - x1, height - y1, width - x0,
+            height - y0), 270: (y0, width - x1, y1, width - x0)}[turn]
+
+
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_a_page_read_turned_has_its_words_along_its_lines(tmp_path, turn):
+    upright, lines = drawn_page(ENGLISH[:3], os.path.join(DEJAVU, "DejaVuSans.ttf"))
+    lying = upright.rotate(-turn, expand=True)  # the scan as given; turn: what made it upright
+    page = SimpleNamespace(image=lying, turn=turn, lines=[
+        SimpleNamespace(text=text, box=turned_clockwise(box, turn, upright.size))
+        for text, box in lines])
+    path = str(tmp_path / "turned.pdf")
+    write_searchable_pdf(path, [page], dpi=72)
+    assert page_sizes(path) == [lying.size]
+    check_words_on_boxes(path, [(word, turned_clockwise(box, turn, upright.size))
+                                for word, box in given_word_boxes(lines, 72)])
+    # poppler's reading order of text running upwards is its own; its layout mode keeps lines
+    assert layout_lines(path) == ENGLISH[:3]
 
 
 def test_odd_characters_map_back(tmp_path):

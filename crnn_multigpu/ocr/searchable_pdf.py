@@ -59,6 +59,7 @@ ASCENT = 800
 DESCENT = -200
 MAX_CIDS = 0xFFFF  # two-byte codes (Identity-H); CID 0 is .notdef
 BFCHAR_BLOCK = 100  # a CMap's beginbfchar section holds at most 100 entries
+TURNS = (0, 90, 180, 270)
 
 
 def write_searchable_pdf(path, pages, dpi=None, jpeg_quality=None):
@@ -167,7 +168,7 @@ class _PdfFile(object):
 def _write_page(pdf, number, page, dpi, jpeg_quality, font, characters):
     """Write page ``number`` (its image, contents and page object); returns the page object's
     number. Adds the characters of its text to ``characters`` (character -> CID)."""
-    image, lines, page_dpi = _page_parts(page, number)
+    image, lines, page_dpi, turn = _page_parts(page, number)
     image = _pdf_image(image, number)
     dpi = float(dpi or page_dpi or _declared_dpi(image) or DEFAULT_DPI)
     width, height = image.size
@@ -175,15 +176,19 @@ def _write_page(pdf, number, page, dpi, jpeg_quality, font, characters):
     picture, contents, page_object = pdf.reserve(), pdf.reserve(), pdf.reserve()
     _write_image(pdf, picture, image, jpeg_quality)
     drawing = ["q %s 0 0 %s 0 0 cm /Im0 Do Q" % (_num(width * scale), _num(height * scale))]
-    words = [word for index, line in enumerate(lines, 1)
-             for word in _words(line, (number, index), image.size, scale)]
+    upright = _turned_size(image.size, turn)
+    words = [word for index, line in enumerate(lines, 1) for text, box in _pieces(line)
+             for word in _words(text, _turned_box(text, box, turn, image.size, (number, index)),
+                                upright, scale)]
     if words:
-        drawing.append("BT 3 Tr")
+        # the words are laid out on the page turned upright, and this matrix turns them back
+        drawing.append("q %s cm BT 3 Tr" % " ".join(
+            _num(value) for value in _upright_to_page(turn, image.size, scale)))
         for text, left, baseline, size, stretch in words:
             codes = "".join("%04X" % characters.setdefault(c, len(characters) + 1) for c in text)
             drawing.append("/F1 %s Tf %s Tz 1 0 0 1 %s %s Tm <%s> Tj" % (
                 _num(size), _num(stretch), _num(left), _num(baseline), codes))
-        drawing.append("ET")
+        drawing.append("ET Q")
     if len(characters) > MAX_CIDS:
         raise ValueError("page %d: the document holds more than %d different characters, more "
                          "than one PDF font can map: write it in parts" % (number, MAX_CIDS))
@@ -196,31 +201,81 @@ def _write_page(pdf, number, page, dpi, jpeg_quality, font, characters):
 
 
 def _page_parts(page, number):
-    """``(image, lines, dpi or None)`` of a page given as a tuple or an object."""
+    """``(image, lines, dpi or None, turn)`` of a page given as a tuple or an object."""
     if hasattr(page, "image") and hasattr(page, "lines"):
-        return page.image, page.lines, getattr(page, "dpi", None)
+        turn = getattr(page, "turn", 0) or 0
+        if turn not in TURNS:
+            raise ValueError("page %d: turn must be one of %s degrees, got %r"
+                             % (number, ", ".join(map(str, TURNS)), turn))
+        return page.image, page.lines, getattr(page, "dpi", None), turn
     if isinstance(page, (tuple, list)) and len(page) == 2:
-        return page[0], page[1], None
+        return page[0], page[1], None, 0
     raise ValueError("page %d: expected (image, lines) or an object with .image and .lines, got "
                      "%s" % (number, type(page).__name__))
 
 
-def _words(line, where, size, scale):
-    """The words of ``line`` as ``(text, left, baseline, font size, horizontal scaling %)`` in
-    PDF points (origin bottom left), each filling its character share of the line's box."""
-    text, box = (line.text, line.box) if hasattr(line, "text") else line
-    text = str(text).strip()
-    if not text:
-        return []
+def _pieces(line):
+    """``[(text, box)]`` of a line: its pieces' when it has them (a row whose pieces lie far
+    apart, such as a running head and its page number), else its own."""
+    if hasattr(line, "text"):
+        pieces = getattr(line, "pieces", None)
+        return [(piece.text, piece.box) for piece in pieces] if pieces else [(line.text, line.box)]
+    return [line]
+
+
+def _turned(point, turn, size):
+    """``point`` (x, y in pixels, y down) of an image of ``size`` turned counter-clockwise by
+    ``turn`` degrees, as a point of the turned image."""
+    (x, y), (width, height) = point, size
+    for _ in range(turn // 90):
+        (x, y), (width, height) = (y, width - x), (height, width)
+    return x, y
+
+
+def _turned_size(size, turn):
+    """The size of an image of ``size`` turned by ``turn`` degrees."""
+    return size[::-1] if turn % 180 else size
+
+
+def _turned_box(text, box, turn, size, where):
+    """The part of ``box`` (of ``text``) inside an image of ``size``, on the image turned
+    counter-clockwise by ``turn``; ValueError naming the line when no part is inside."""
     try:
         x0, y0, x1, y1 = [float(value) for value in box]
     except (TypeError, ValueError):
         raise ValueError("page %d, line %d: box must be (x0, y0, x1, y1) in pixels, got %r"
                          % (where + (box,)))
     x0, y0, x1, y1 = max(x0, 0.0), max(y0, 0.0), min(x1, size[0]), min(y1, size[1])
-    if not (x1 > x0 and y1 > y0):
+    if not (x1 > x0 and y1 > y0) and str(text).strip():
         raise ValueError("page %d, line %d: the box %r of %r holds no part of the %d x %d image"
-                         % (where + (box, text) + size))
+                         % (where + (box, str(text).strip()) + size))
+    corners = [_turned(corner, turn, size) for corner in ((x0, y0), (x1, y1))]
+    xs, ys = sorted(x for x, _ in corners), sorted(y for _, y in corners)
+    return xs[0], ys[0], xs[1], ys[1]
+
+
+def _upright_to_page(turn, size, scale):
+    """The matrix ``a b c d e f`` taking PDF points of the page turned upright to PDF points of
+    the page as given (``size`` its pixels): the upright page turned back clockwise."""
+    upright = _turned_size(size, turn)
+    height = size[1]
+
+    def on_page(u, v):  # upright points -> upright pixels -> given pixels -> given points
+        x, y = _turned((u / scale, upright[1] - v / scale), (360 - turn) % 360, upright)
+        return x * scale, (height - y) * scale
+    e, f = on_page(0, 0)
+    (a, b), (c, d) = [(x - e, y - f) for x, y in (on_page(1, 0), on_page(0, 1))]
+    return a, b, c, d, e, f
+
+
+def _words(text, box, size, scale):
+    """The words of ``text`` as ``(text, left, baseline, font size, horizontal scaling %)`` in
+    PDF points (origin bottom left) of a page of ``size`` pixels, each filling its character
+    share of ``box`` (inside the page)."""
+    text = str(text).strip()
+    if not text:
+        return []
+    x0, y0, x1, y1 = box
     share = (x1 - x0) / len(text)
     font_size = (y1 - y0) * scale
     baseline = (size[1] - y1) * scale - DESCENT / 1000.0 * font_size
