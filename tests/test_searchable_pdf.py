@@ -138,6 +138,24 @@ def test_a_chinese_page_of_page_objects_round_trips(tmp_path):
         "GlyphLessFont", "CID", "TrueType", "Identity-H", "yes", "no", "yes", "3"][:8]
 
 
+def test_a_typeset_page_comes_back_as_poppler_reads_the_original(tmp_path):
+    """A real page (tests/data/README.md: prose, commands, a two-column table): its image drawn
+    by poppler, its lines and their boxes from the original's text layer; the searchable PDF
+    gives the same text as the original, in the same order, and every word on its box."""
+    source, dpi = os.path.join(os.path.dirname(__file__), "data", "simh_doc_page7.pdf"), 150
+    run("pdftoppm", "-r", str(dpi), "-gray", "-singlefile", source, str(tmp_path / "page"))
+    lines = [(" ".join(html.unescape(word) for word in re.findall(r"<word [^>]*>(.*?)</word>",
+                                                                   words)),
+              tuple(float(value) * dpi / 72 for value in box))
+             for *box, words in re.findall(r'<line xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" '
+                                           r'yMax="([\d.]+)">(.*?)</line>',
+                                           run("pdftotext", "-bbox-layout", source, "-"), re.S)]
+    path = str(tmp_path / "searchable.pdf")
+    write_searchable_pdf(path, [(Image.open(str(tmp_path / "page.pgm")), lines)], dpi=dpi)
+    assert len(lines) == 39 and page_texts(path, 1) == page_texts(source, 1)
+    check_round_trip(path, lines, dpi)
+
+
 def test_a_row_of_pieces_far_apart_lays_each_piece_on_its_box(tmp_path):
     image, lines = drawn_page(["Chapter 3", "page 17", "Contents"],
                               os.path.join(DEJAVU, "DejaVuSans.ttf"))
@@ -300,11 +318,22 @@ def test_a_path_that_cannot_be_written_names_itself_and_leaves_nothing(tmp_path)
      r"page 1, line 2: the box \(20, 20, 30, 30\) of 'b' holds no part of the 10 x 10 image"),
     ([np.zeros((10, 10), np.uint8)], r"page 1: expected \(image, lines\)"),
     ([("scan.png", [])], "page 1: the image must be a PIL image or a numpy array, got str"),
+    ([SimpleNamespace(image=np.zeros((10, 10), np.uint8), lines=[], turn=45)],
+     "page 1: turn must be one of 0, 90, 180, 270 degrees, got 45"),
 ])
 def test_bad_pages_are_refused_by_name(tmp_path, pages, message):
     path = tmp_path / "bad.pdf"
     with pytest.raises(ValueError, match=message):
         write_searchable_pdf(str(path), pages)
+    assert not os.listdir(str(tmp_path))
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"dpi": 0}, "dpi must be a positive number"), ({"jpeg_quality": 100}, "jpeg_quality must be")])
+def test_bad_options_are_refused(tmp_path, options, message):
+    with pytest.raises(ValueError, match=message):
+        write_searchable_pdf(str(tmp_path / "bad.pdf"), [(np.zeros((10, 10), np.uint8), [])],
+                             **options)
     assert not os.listdir(str(tmp_path))
 
 

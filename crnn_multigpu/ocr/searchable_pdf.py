@@ -3,12 +3,18 @@ boxes, as Tesseract's ``pdf`` output and OCRmyPDF write it, so that a viewer sel
 searches the scan and ``pdftotext`` gives the reading back (``-bbox``: each word in its box).
 
 **Pages** (:func:`write_searchable_pdf`): a sequence (or any iterable) of pages, each either a
-tuple ``(image, lines)`` or an object with ``.image`` and ``.lines`` (and optionally ``.dpi``),
-such as :class:`crnn_multigpu.ocr.document.Document`'s pages. ``image`` is a PIL image or a
-numpy array (``uint8`` grey ``H x W`` or colour ``H x W x 3``/``4``, ``bool`` for 1-bit);
-``lines`` a sequence of ``(text, box)`` tuples or objects with ``.text`` and ``.box``, ``box``
-being ``(x0, y0, x1, y1)`` in the image's pixels (``x1``, ``y1`` exclusive, as the page reader
-gives them). A line whose text is empty or blank is left out.
+tuple ``(image, lines)`` or an object with ``.image`` and ``.lines`` and optionally ``.dpi``
+and ``.turn``, such as :class:`crnn_multigpu.ocr.document.Document`'s pages. ``image`` is a
+PIL image or a numpy array (``uint8`` grey ``H x W`` or colour ``H x W x 3``/``4``, ``bool``
+for 1-bit); ``lines`` a sequence of ``(text, box)`` tuples or objects with ``.text`` and
+``.box``, ``box`` being ``(x0, y0, x1, y1)`` in the image's pixels (``x1``, ``y1`` exclusive,
+as the page reader gives them; clipped to the image). A line object with non-empty
+``.pieces`` (each with ``.text`` and ``.box``, as :class:`~crnn_multigpu.ocr.page_result.Row`
+has) is laid out piece by piece, so that a running head and its page number, one row far
+apart, each land on their ink. A line whose text is empty or blank is left out.
+``turn`` (0, 90, 180 or 270; :class:`~crnn_multigpu.ocr.page_result.Page`'s): the page lay
+turned and was read after a counter-clockwise turn by that many degrees; the boxes are in the
+image as given, and the text runs along the lines as they lie in it.
 
 **Size**: a page is its image at ``dpi`` pixels per inch: the ``dpi`` argument, else the page's
 own ``.dpi``, else the resolution the image file declares (Pillow's ``info["dpi"]``), else 300
@@ -17,20 +23,21 @@ own ``.dpi``, else the resolution the image file declares (Pillow's ``info["dpi"
 **Text layer**: one text object per page in render mode 3 (neither filled nor stroked). A line's
 box is shared among its words by character count (its spaces included: the gaps between words
 are the spaces' share), and each word is drawn at the height of the line box and squeezed or
-stretched (``Tz``) to fill its share exactly. Text runs left to right; a line is drawn
-horizontally in its box whatever the box's shape (vertical text is not laid out).
+stretched (``Tz``) to fill its share exactly; whitespace between words comes back as one space
+(``pdftotext`` finds the gaps). Text runs left to right on the page turned upright (vertical
+text is not laid out).
 
 **Font**: one Type0 font for the document, Identity-H, over a CIDFontType2 that embeds a
 TrueType face of two empty glyphs (:func:`glyphless_truetype`); every CID maps to the empty
-glyph, advances are half an em. CIDs are numbered per document (1, 2, ... in character
-order), and the ToUnicode CMap maps each back to its character, so any Unicode text maps back,
+glyph, advances are half an em. CIDs are numbered per document (1, 2, ... as characters first
+appear), and the ToUnicode CMap maps each back to its character, so any Unicode text maps back,
 Chinese and characters beyond the BMP (as UTF-16 surrogate pairs) included. The font is named
-``GlyphLessFont`` as Tesseract's is, because tools such as OCRmyPDF recognise an OCR text
-layer by that name.
+``GlyphLessFont`` as Tesseract's is: tools that look for an OCR text layer know it by that
+name.
 
 **Images**: lossless by default, Flate-compressed; a colour image whose pixels are all grey
 is stored as grey (a third of the bytes), 1-bit images as 1-bit. ``jpeg_quality=N`` stores
-grey and colour pages as JPEG at that quality instead (photos: about ten times smaller).
+grey and colour pages as JPEG at that quality instead (photographs: far smaller, not exact).
 
 **Why no library**: the PDF is eight kinds of object written in about a hundred lines. The
 libraries that work on both Python 3.7 and 3.11 (reportlab, fpdf2; pikepdf only edits objects
@@ -72,6 +79,9 @@ def write_searchable_pdf(path, pages, dpi=None, jpeg_quality=None):
     """
     if dpi is not None and not dpi > 0:
         raise ValueError("dpi must be a positive number of pixels per inch, got %r" % (dpi,))
+    if jpeg_quality is not None and not 1 <= jpeg_quality <= 95:
+        raise ValueError("jpeg_quality must be 1-95 (Pillow's scale; None: lossless), got %r"
+                         % (jpeg_quality,))
     with written_whole(path) as temporary:
         with open(temporary, "wb") as stream:
             pdf = _PdfFile(stream)
