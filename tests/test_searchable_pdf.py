@@ -328,6 +328,15 @@ def test_bad_pages_are_refused_by_name(tmp_path, pages, message):
     assert not os.listdir(str(tmp_path))
 
 
+def test_more_characters_than_one_font_maps_are_refused(tmp_path):
+    many = "".join(chr(code) for code in range(0x10000, 0x20000))  # 65,536 different ones
+    with pytest.raises(ValueError, match="page 2: the document holds more than 65535 different"):
+        write_searchable_pdf(str(tmp_path / "big.pdf"), [
+            (np.zeros((10, 10), np.uint8), [(many[:40000], (0, 0, 10, 10))]),
+            (np.zeros((10, 10), np.uint8), [(many[40000:], (0, 0, 10, 10))])])
+    assert not os.listdir(str(tmp_path))
+
+
 @pytest.mark.parametrize("options, message", [
     ({"dpi": 0}, "dpi must be a positive number"), ({"jpeg_quality": 100}, "jpeg_quality must be")])
 def test_bad_options_are_refused(tmp_path, options, message):
