@@ -16,7 +16,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from crnn_multigpu.cli.pdf_output import check_pdf_request
 from crnn_multigpu.files import WriteError
-from crnn_multigpu.ocr.searchable_pdf import glyphless_truetype, write_searchable_pdf
+from crnn_multigpu.ocr.pdf_font import glyphless_truetype
+from crnn_multigpu.ocr.searchable_pdf import write_searchable_pdf
 from faces import DEJAVU, MICROHEI
 
 TOLERANCE = 1.0  # points: poppler's word boxes against the boxes the words were given
