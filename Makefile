@@ -157,7 +157,7 @@ benchmark-peers: $(VENV2)/.installed $(VENV1)/.installed $(VENVT)/.installed
 	$(VENV2)/bin/python scripts/peer_benchmark.py $(PEER_ARGS)
 
 clean:
-	rm -rf $(VENV2) $(VENV1) $(VENVH) $(VENVT) $(VENVR) runs *.egg-info
+	rm -rf $(VENV2) $(VENV1) $(VENVH) $(VENVT) $(VENVR) $(VENVO) runs *.egg-info
 
 # Opt-in: Horovod across processes (TF 1.15 / Python 3.7 only; Horovod 0.28.1 does not build
 # against TF 2.x). Not part of `make test`; builds Horovod from source (needs cmake and g++).
