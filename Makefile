@@ -121,6 +121,7 @@ VENVO := .venv-onnx
 test-no-tf: $(VENV2)/.installed test-packages
 	rm -rf build $(VENVO)/wheel
 	$(VENV2)/bin/pip wheel -q --no-deps -w $(VENVO)/wheel .
+	rm -rf build crnn_multigpu.egg-info  # the build's leftovers: an egg-info in the checkout passes for an install
 	test -x $(VENVO)/bin/python || $(PYTHON3) -m venv $(VENVO)
 	$(VENVO)/bin/pip install -q "$$(ls $(VENVO)/wheel/crnn_multigpu-*.whl)[onnx]"
 	$(VENVO)/bin/pip install -q --force-reinstall --no-deps $(VENVO)/wheel/crnn_multigpu-*.whl
