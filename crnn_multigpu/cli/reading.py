@@ -9,7 +9,7 @@ from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_cla
                                       float_range, int_range, non_negative_int, positive_int)
 from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.ocr import char_lm
-from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, SHIPPED, shipped_model
+from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED, shipped_model
 
 # The widest CTC beam the reading tools take. TensorFlow's beam search keeps every entry of
 # the beam in memory, and its cost grows with the width: measured with the text model on 30
@@ -35,9 +35,10 @@ def add_reading_arguments(parser, picture_help):
     """The options every tool that reads images takes: model, engine, decoding, towers,
     picture."""
     add_model_arguments(parser)
-    parser.add_argument("--engine", choices=("tf", "onnx"), default="tf",
+    parser.add_argument("--engine", choices=ENGINES, default="tf",
                         help="what runs the model: tf (TensorFlow, the default) or onnx "
-                             "(onnxruntime reads the model.onnx, or its folder, that crnn-export "
+                             "(onnxruntime, no TensorFlow needed: reads the shipped model's "
+                             "model.onnx, or the model.onnx, or its folder, that crnn-export "
                              "--format onnx wrote, given as --checkpoint; pip install "
                              "crnn_multigpu[onnx])")
     add_beam_width_argument(parser)
@@ -154,22 +155,24 @@ def add_model_arguments(parser):
 
 def chosen_run(args, default=DEFAULT_MODEL):
     """``(run_dir, checkpoint prefix or None)`` of --checkpoint, or --model (else ``default``);
-    with ``--engine onnx`` ``(the ONNX file, None)``."""
+    with ``--engine onnx`` ``(the ONNX file, None)``: the export --checkpoint names, or the
+    shipped model's ONNX file."""
     from crnn_multigpu.ocr.onnx_reader import is_onnx_export, onnx_file
     if args.checkpoint is not None and args.model is not None:
         raise ValueError("give --checkpoint or --model, not both: --model names a shipped "
                          "model, used when there is no --checkpoint")
     if args.engine == "onnx":
-        if args.checkpoint is None:
-            raise ValueError("--engine onnx reads an ONNX export: give --checkpoint with the "
-                             "model.onnx (or its folder) that crnn-export --format onnx wrote")
         if args.towers > 1:
             raise ValueError("--towers splits batches over TensorFlow devices; --engine onnx "
                              "runs one onnxruntime session on all cores: drop --towers")
+        if args.checkpoint is None:
+            return shipped_model(args.model or default, engine="onnx"), None
         return onnx_file(args.checkpoint), None
     if args.checkpoint is not None and is_onnx_export(args.checkpoint):
-        raise ValueError("--checkpoint %s is an ONNX export: read it with --engine onnx"
-                         % args.checkpoint)
+        from crnn_multigpu.runtime.checkpoints import checkpoint_dir
+        if not os.path.isdir(checkpoint_dir(args.checkpoint)):  # not a run that has both
+            raise ValueError("--checkpoint %s is an ONNX export: read it with --engine onnx"
+                             % args.checkpoint)
     if args.checkpoint is None:
         return resolve_run(None, args.model or default)
     return resolve_run(args.checkpoint)
