@@ -192,6 +192,13 @@ def test_a_damaged_or_foreign_onnx_file_is_refused(exported, tmp_path, capsys):
                              capsys)
         line = one_error_line(code, err)
         assert line.startswith("error: %s " % path) and message in line and not out, line
+    empty, pipe = str(tmp_path / "empty.onnx"), str(tmp_path / "pipe.onnx")
+    open(empty, "wb").close()
+    os.mkfifo(pipe)  # never opened: a reader would wait for a writer
+    for path, message in ((empty, "it is empty (0 bytes)"), (pipe, "it is a named pipe (FIFO)")):
+        code, _, err = cli(predict.main, ["--engine", "onnx", "--checkpoint", path, word], capsys)
+        assert one_error_line(code, err).startswith("error: cannot read ONNX export %s: %s"
+                                                    % (path, message))
 
 
 def test_the_onnx_reader_refuses_a_beam_wider_than_the_model_allows(exported):

@@ -67,14 +67,14 @@ def pixel_limit():
     return Image.MAX_IMAGE_PIXELS or float("inf")
 
 
-def require_pixels(pixels, name, what="image"):
-    """Refuse ``pixels`` more than :func:`pixel_limit` for the ``what`` called ``name``, in one
+def require_pixels(pixels, name):
+    """Refuse ``pixels`` more than :func:`pixel_limit` for the image called ``name``, in one
     line saying how to raise the limit."""
     if pixels > pixel_limit():
-        raise ValueError("cannot read %s %s: it has %.1f M pixels, more than the %.1f M an image "
-                         "may have here (a decompression bomb, or a scan larger than reading "
-                         "needs); if it is genuine, raise the limit with $%s=PIXELS"
-                         % (what, name, pixels / 1e6, pixel_limit() / 1e6, MAX_PIXELS_ENV))
+        raise ValueError("cannot read image %s: it has %.1f M pixels, more than the %.1f M an "
+                         "image may have here (a decompression bomb, or a scan larger than "
+                         "reading needs); if it is genuine, raise the limit with $%s=PIXELS"
+                         % (name, pixels / 1e6, pixel_limit() / 1e6, MAX_PIXELS_ENV))
 
 
 def open_image(source, name=None):

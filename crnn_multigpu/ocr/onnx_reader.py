@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+from crnn_multigpu.datasets.files_check import regular_file
 from crnn_multigpu.ocr.ctc import beam_decode, greedy_decode
 from crnn_multigpu.ocr.text_reader import TextReader
 from crnn_multigpu.tflog import one_line
@@ -62,9 +63,10 @@ def onnx_file(path):
                                     "onnx wrote (crnn-export --checkpoint %s --format onnx --out "
                                     "NEW_FOLDER)" % (ONNX_FILE, path, path))
         return inside
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise FileNotFoundError("%s does not exist: --engine onnx reads the .onnx file (or its "
                                 "folder) that crnn-export --format onnx wrote" % path)
+    regular_file(path, "ONNX export")  # a FIFO or a device would be read for ever
     return path
 
 
