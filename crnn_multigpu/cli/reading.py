@@ -6,18 +6,11 @@ import glob
 import os
 
 from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_class,
-                                      float_range, int_range, non_negative_int, positive_int)
+                                      float_range, non_negative_int, positive_int)
 from crnn_multigpu.datasets.language import get_language, language_names
-from crnn_multigpu.ocr import char_lm
+from crnn_multigpu.ocr import char_lm, ctc
 from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED, shipped_model
 
-# The widest CTC beam the reading tools take. TensorFlow's beam search keeps every entry of
-# the beam in memory, and its cost grows with the width: measured with the text model on 30
-# held-out lines, widths 10, 100 and 1,000 read them identically (93.3 % right, greedy
-# 86.7 %), 100 in twice the time of greedy, 1,000 in ten times and 3.4 GB; the 1e8 of issue 35
-# grew to 22 GB until the kernel killed it. 1,000 leaves room to try; a wider beam costs
-# more than it could bring.
-MAX_BEAM_WIDTH = 1000
 # --lm-weight W raises the character model's probabilities to the power W in the fused score
 # (char_lm: log p_ctc + W log p_lm + B len). At 1 they count as counted, as much as the
 # image's; above 1 the model is made surer than its own counts, overruling the pixels more
@@ -52,9 +45,14 @@ def add_reading_arguments(parser, picture_help):
 
 def add_beam_width_argument(parser):
     """--beam-width: how the model's frames become text."""
-    parser.add_argument("--beam-width", type=int_range(0, MAX_BEAM_WIDTH), default=0,
-                        help="0: greedy; >1: CTC beam search this wide (at most %d: wider "
-                             "costs time and memory and reads no better)" % MAX_BEAM_WIDTH)
+    parser.add_argument("--beam-width", type=non_negative_int, default=0,
+                        help="0: greedy; >1: CTC beam search this wide, as wide as the model "
+                             "allows: the search keeps about %d bytes per class x width x frame, "
+                             "at most %.0f GB an image (a %d px line, or the model's fixed "
+                             "width), so a model of many classes allows less (docs/reliability.md "
+                             "lists the shipped models' bounds); a wider beam is refused before "
+                             "reading" % (ctc.BYTES_PER_ENTRY, ctc.BEAM_MEMORY_BUDGET / 2 ** 30,
+                                          ctc.LONG_LINE_PIXELS))
 
 
 def add_towers_argument(parser):

@@ -16,18 +16,23 @@ on synthetic PNGs sees real photos, scans and LMDB crops the same way:
 """
 import io
 import os
+import re
+import warnings
 
 import numpy as np
 from PIL import Image
+
+from crnn_multigpu.datasets.files_check import not_an_image, regular_file
 
 _RESAMPLING = getattr(Image, "Resampling", Image)
 _EIGHT_BIT_MODES = ("L", "P", "RGB", "RGBA", "LA", "1", "CMYK", "YCbCr", "RGBX", "PA", "La", "RGBa")
 # Below this spread (in [0, 1] units) an image is flat: stretching would only
 # amplify noise or quantisation steps.
 _MIN_CONTRAST = 2.0 / 255.0
-# Pillow refuses images of more than twice Image.MAX_IMAGE_PIXELS (89.5 M by default) as
-# decompression bombs: a 90 KB PNG can declare 20000 x 20000 pixels. Raise it for real
-# large scans with this environment variable.
+# An image of more than Image.MAX_IMAGE_PIXELS (89.5 M by default) is refused before it is
+# decoded (:func:`require_pixels`): a 90 KB PNG can declare 20000 x 20000 pixels (Pillow itself
+# only warns up to twice the limit, in a raw DecompressionBombWarning line). Raise the limit
+# for real large scans with this environment variable.
 MAX_PIXELS_ENV = "CRNN_MAX_IMAGE_PIXELS"
 # Errors Pillow raises for files it cannot read. DecompressionBombError is neither an
 # OSError nor a ValueError; UnidentifiedImageError and truncation are OSErrors, and some
@@ -56,23 +61,63 @@ def _describe(source):
     return str(source)
 
 
-def open_image(source):
-    """Return a fully decoded PIL image, or raise ValueError naming the source and the reason."""
+def pixel_limit():
+    """The most pixels an image (or a drawn PDF page) may have: Pillow's ``MAX_IMAGE_PIXELS``,
+    set by ``$CRNN_MAX_IMAGE_PIXELS``."""
+    return Image.MAX_IMAGE_PIXELS or float("inf")
+
+
+def require_pixels(pixels, name):
+    """Refuse ``pixels`` more than :func:`pixel_limit` for the image called ``name``, in one
+    line saying how to raise the limit."""
+    if pixels > pixel_limit():
+        raise ValueError("cannot read image %s: it has %.1f M pixels, more than the %.1f M an "
+                         "image may have here (a decompression bomb, or a scan larger than "
+                         "reading needs); if it is genuine, raise the limit with $%s=PIXELS"
+                         % (name, pixels / 1e6, pixel_limit() / 1e6, MAX_PIXELS_ENV))
+
+
+def open_image(source, name=None):
+    """Return a fully decoded PIL image, or raise ValueError naming the source (or ``name``,
+    e.g. a PDF page's) and the reason. A path is checked before it is opened
+    (``files_check.regular_file``), and the pixels an image declares before it is decoded
+    (:func:`require_pixels`)."""
+    name = name or _describe(source)
+    if isinstance(source, Image.Image):
+        image = source
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        image = _header(io.BytesIO(bytes(source)), name, None)
+    else:
+        path = os.fspath(source)
+        regular_file(path)
+        image = _header(path, name, path)
     try:
-        if isinstance(source, Image.Image):
-            image = source
-        elif isinstance(source, (bytes, bytearray, memoryview)):
-            image = Image.open(io.BytesIO(bytes(source)))
-        else:
-            image = Image.open(os.fspath(source))
-        # Image.open only parses the header; truncated pixel data surfaces here.
-        image.load()
-        return image
-    except Image.DecompressionBombError as error:
-        raise ValueError("cannot read image %s: %s; if the image is genuine, raise the limit "
-                         "with $%s=PIXELS" % (_describe(source), error, MAX_PIXELS_ENV))
+        image.load()  # Image.open only parses the header; truncated pixel data surfaces here
     except UNREADABLE as error:
-        raise ValueError("cannot read image %s: %s" % (_describe(source), error))
+        raise ValueError("cannot read image %s: %s" % (name, error))
+    return image
+
+
+def _header(stream, name, path):
+    """The image of ``stream`` (a path, or bytes in a BytesIO) opened, not decoded, once its
+    size is within the limit; ValueError naming ``name`` otherwise. ``path``: the file, to say
+    what it is when Pillow cannot identify it."""
+    try:
+        with warnings.catch_warnings():
+            # Pillow warns between one and two limits: require_pixels refuses it in one line.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(stream)
+    except Image.DecompressionBombError as error:  # past twice the limit: Pillow refuses
+        declared = re.search(r"\((\d+) pixels\)", str(error))
+        require_pixels(int(declared.group(1)) if declared else float("inf"), name)
+        raise ValueError("cannot read image %s: %s" % (name, error))
+    except Image.UnidentifiedImageError:
+        raise ValueError("cannot read image %s: %s" % (
+            name, not_an_image(path) if path else "not an image format Pillow reads"))
+    except UNREADABLE as error:
+        raise ValueError("cannot read image %s: %s" % (name, error))
+    require_pixels(image.size[0] * image.size[1], name)
+    return image
 
 
 def _flatten_alpha(luminance, alpha):
