@@ -14,7 +14,14 @@ A crop without ascenders and descenders ("name", but also "OPEN" or "2048", or a
 Hanzi) is one band of ink. Framed at its own ink it would fill the line's whole height and be
 read half again too large ("m" as "nn"); it gets the room a line has around that band, as the
 crop's language describes it (``band_room`` in ``datasets/languages/*.json``: for Latin
-scripts the band is the small letters, for Chinese the characters themselves).
+scripts the band is the small letters, for Chinese the characters themselves). Capitals and
+digits look the same in one band, so readers also read such a crop framed as capitals
+(:func:`as_capitals`). A crop already framed as the training crops are is read as it comes
+(:func:`framed_as_trained`), and so is one whose text was not found whole.
+
+``scripts/loose_crops.py`` (300 loose crops, margins of 10-250 % of the text's height, grey
+paper, training and held-out faces): the text model read 72.7 % of words and 46.0 % of lines
+exactly right as they came, 97.3 % and 94.0 % so; Tesseract ``--psm 7`` 98.0 % and 98.0 %.
 """
 import collections
 
