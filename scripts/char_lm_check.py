@@ -17,7 +17,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import compare_tesseract as compare  # noqa: E402  (beside this script)
-from crnn_multigpu.datasets import load_image  # noqa: E402
 from crnn_multigpu.ocr.char_lm import reading_decoder  # noqa: E402
 from crnn_multigpu.ocr.inference import Recognizer  # noqa: E402
 from crnn_multigpu.ocr.metrics import scoring_fold  # noqa: E402
@@ -54,7 +53,7 @@ def main(argv=None):
     tesseract = compare.Tesseract()
     for name, samples, psm, fold in sets:
         labels = [text for _, text in samples]
-        arrays = [load_image(path, recognizer.height) for path, _ in samples]
+        arrays = [recognizer.crop_array(path) for path, _ in samples]
         readings = []
         for decoder in (None, language_model):
             recognizer.language_model = decoder

@@ -142,8 +142,7 @@ class Project(object):
 
     def read_lines(self, paths):
         """The texts of line images (``read_crops``), in order."""
-        from crnn_multigpu.datasets import load_image
-        arrays = [load_image(path, self.recognizer.height) for path in paths]
+        arrays = [self.recognizer.crop_array(path) for path in paths]
         return [ZH.tidy(text) for text in self.recognizer.read_crops(arrays)[0]]
 
     def read_page(self, path):

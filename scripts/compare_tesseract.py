@@ -105,9 +105,7 @@ class Project(object):
         self.startup = time.time() - started
 
     def read_words(self, recognizer, paths):
-        from crnn_multigpu.datasets import load_image
-        arrays = [load_image(path, recognizer.model.height) for path in paths]
-        return recognizer.read_crops(arrays)[0]
+        return recognizer.read_crops([recognizer.crop_array(path) for path in paths])[0]
 
     def read_page(self, path):
         from crnn_multigpu.ocr.page_reader import PageReader

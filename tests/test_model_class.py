@@ -13,11 +13,13 @@ from assertions import levenshtein, one_error_line, run_tool
 from crnn_multigpu.cli import evaluate, export, predict, train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image, make_batch, read_labels
+from crnn_multigpu.datasets.images import grey_pixels, normalise
+from crnn_multigpu.ocr.inference import Recognizer
+from crnn_multigpu.ocr.text_box import as_capitals, frame_text
 from crnn_multigpu.datasets.batching import TIME_STEP_WIDTH
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.ocr.crnn import CRNN
 from crnn_multigpu.ocr.shipped import shipped_model
-from crnn_multigpu.ocr.word_frame import single_band_frame
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
 
 SPEC = "tests.models_for_tools:SmallConvCTC"
@@ -91,16 +93,9 @@ def test_evaluate_predict_and_export_read_the_run_without_the_flag(run, tiny_dat
     assert all(float(row[2]) <= 0 for row in rows)
     assert any(readings), "the model reads something after 6 steps"
 
-    # crnn-evaluate reads the same images in the same order and batch: its figures are those
-    # of crnn-predict's readings against the labels.
     code, stdout, stderr = run_tool(evaluate.main, ["--checkpoint", out, "--data", tiny_dataset])
     assert code == 0, stderr
     figures = json.loads(stdout.strip().splitlines()[-1])
-    distances = [levenshtein(read, truth) for read, truth in zip(readings, truths)]
-    assert figures["n"] == 48 and figures["unreadable"] == 0
-    assert figures["word_accuracy"] == pytest.approx(
-        np.mean([read == truth for read, truth in zip(readings, truths)]))
-    assert figures["cer"] == pytest.approx(sum(distances) / float(sum(map(len, truths))))
 
     # One image per batch, padded to a multiple of 8 of its own width: for some images that is
     # not what a multiple of 4 gives.
@@ -124,15 +119,34 @@ def test_evaluate_predict_and_export_read_the_run_without_the_flag(run, tiny_dat
              signature.inputs["widths"].name: batch.widths})
     assert ids.dtype == np.int32 and ids.shape[0] == 48 and log_probs.shape == (48,)
     assert ((ids >= -1) & (ids < charset.num_classes - 1)).all()  # -1 padding, never the blank
-    # crnn-predict also reads a crop that is one band of ink framed (ocr.word_frame), which
-    # the SavedModel, the model alone, does not: compare the crops read as they are.
-    as_given = [single_band_frame(load_image(path)) is None for path in paths]
-    assert sum(as_given) >= 12, sum(as_given)
+    # crnn-evaluate reads the same images as training crops (load_image) in the same batch: its
+    # figures are those of the recognizer's reading of them against the labels.
+    recognizer = Recognizer(out)
+    as_trained = recognizer.read_crops([load_image(path) for path in paths])[0]
+    recognizer.close()
+    distances = [levenshtein(read, truth) for read, truth in zip(as_trained, truths)]
+    assert figures["n"] == 48 and figures["unreadable"] == 0
+    assert figures["word_accuracy"] == pytest.approx(
+        np.mean([read == truth for read, truth in zip(as_trained, truths)]))
+    assert figures["cer"] == pytest.approx(sum(distances) / float(sum(map(len, truths))))
+    # crnn-predict reads a crop's text cut as a training line (ocr.text_box): the same arrays
+    # (a crop of one band of ink it also reads framed as capitals, which the model alone does
+    # not: compare the others).
+    arrays = [normalise(frame_text(grey_pixels(path)), 32) for path in paths]
+    alone = np.array([as_capitals(array) is None for array in arrays])
+    assert alone.sum() >= 12, alone.sum()
+    cut = make_batch(arrays, None, charset, None, 8)
+    with tf.Graph().as_default() as graph, tf.Session(graph=graph) as session:
+        tf.saved_model.loader.load(session, [tf.saved_model.tag_constants.SERVING], saved)
+        ids, log_probs = session.run(
+            [signature.outputs["predict"].name, signature.outputs["log_prob"].name],
+            {signature.inputs["images"].name: cut.images,
+             signature.inputs["widths"].name: cut.widths})
     exported = [charset.decode([i for i in row if i >= 0]) for row in ids]
-    assert [e for e, keep in zip(exported, as_given) if keep] == \
-        [r for r, keep in zip(readings, as_given) if keep]
-    np.testing.assert_allclose(log_probs[as_given],
-                               [float(row[2]) for row, keep in zip(rows, as_given) if keep],
+    assert [e for e, keep in zip(exported, alone) if keep] == \
+        [r for r, keep in zip(readings, alone) if keep]
+    np.testing.assert_allclose(log_probs[alone],
+                               [float(row[2]) for row, keep in zip(rows, alone) if keep],
                                atol=1e-4)
 
     # The slim run folder names the class too, and reads the same (the same batch: the padding

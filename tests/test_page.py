@@ -146,6 +146,22 @@ def test_table_rules_are_painted_out_before_lines_are_found():
     assert np.array_equal(np.asarray(remove_rules(bars)), np.asarray(bars))
 
 
+@pytest.mark.parametrize("dash, step", [(2, 6), (8, 14)])  # dotted, dashed
+def test_dotted_and_dashed_rules_are_not_lines_but_a_line_of_dots_is(dash, step):
+    """A separator and a note box's frame drawn in dots or dashes were read as rows of
+    ". . . ."; "......" on its own line is text."""
+    page = Image.new("L", (935, 400), 255)
+    draw = ImageDraw.Draw(page)
+    font = load_font(DEJAVU + "DejaVuSerif.ttf", 15)
+    draw.text((90, 60), "Most people who run OCR have pages", fill=20, font=font)
+    for x in range(90, 845, step):
+        draw.rectangle((x, 110, x + dash - 1, 111), fill=20)
+    draw.text((90, 160), "of their own to read.", fill=20, font=font)
+    draw.text((90, 220), "......", fill=20, font=font)
+    rows = [(box.top, box.bottom) for box in find_lines(page)]
+    assert len(rows) == 3 and all(bottom < 110 or top > 112 for top, bottom in rows), rows
+
+
 def test_predict_page_prints_one_line_per_row(tmp_path, capsys):
     page, truth = render_page()
     path = str(tmp_path / "page.png")

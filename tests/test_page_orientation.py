@@ -1,7 +1,10 @@
 """Pages turned by a quarter or half turn (issue 35: a page turned 90 degrees came out as one
 character, no warning): found and read as they read upright, with one note naming the file
-and how it lay, or refused in one line when the model cannot tell; the layout's witness and
-the model's rule checked on their own."""
+and how it lay; upright is the prior: a page the model cannot tell the way up of is read as it
+comes with one warning, never refused (issue 51), and one-line pages read right; the layout's
+witness and the model's rule checked on their own."""
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,9 +16,9 @@ from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.ocr import page_reader
 from crnn_multigpu.ocr.inference import Recognizer
 from crnn_multigpu.ocr.page import ink_mask
-from crnn_multigpu.ocr.page_reader import (ACROSS, ALL_TURNS, CLEAR_MODEL, DOWN, SAMPLE_LINES,
-                                           PageReader, UnknownOrientation, clearest_turn,
-                                           layout_turns)
+from crnn_multigpu.ocr.page_reader import (ACROSS, ALL_TURNS, CLEAR_HALF_TURN,
+                                           CLEAR_QUARTER_TURN, DOWN, READABLE, SAMPLE_LINES,
+                                           PageReader, clearest_turn, layout_turns)
 from test_page import DEJAVU, render_page
 
 TURNS = (0, 90, 180, 270)
@@ -93,22 +96,37 @@ def test_turned_pages_are_read_with_one_note_each_naming_the_file(tmp_path, caps
                                                       "by 90 degrees clockwise"])]
 
 
-def test_a_page_the_model_cannot_tell_the_way_up_of_is_refused_in_one_line(tmp_path, capsys,
-                                                                         monkeypatch):
-    path = str(tmp_path / "page.png")
-    text_page(["Upside down or not, the model", "reads this page about as surely",
-               "either way: it cannot tell."]).save(path)
+def test_a_page_the_model_cannot_tell_the_way_up_of_is_read_as_it_comes_with_a_warning(
+        tmp_path, capsys, monkeypatch):
+    paths = [str(tmp_path / "page.png"), str(tmp_path / "other.png")]
+    for path in paths:
+        text_page(["Upside down or not, the model", "reads this page about as surely",
+                   "either way: it cannot tell."]).save(path)
     monkeypatch.setattr(predict, "chosen_recognizer", lambda *args: CountingReader())
     # As found 10 % less sure than upside down: best upside down, but not clearly.
     monkeypatch.setattr(page_reader, "sample_losses", lambda *args, **kwargs: (0.022, 0.020))
-    assert predict.main(["--page", path]) == 2
+    assert predict.main(["--page", "--format", "json"] + paths) == 0
     captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err.splitlines() == [
-        "error: page %s: cannot tell which way up it is (its lines read hardly better turned "
-        "by 180 degrees than by 0): turn it so that its lines run left to right, right way up, "
-        "and pass it again (a page in a script the model does not read reads as badly every "
-        "way)" % path]
+    assert [json.loads(line)["turn"] for line in captured.out.splitlines()] == [0, 0]
+    # (The stand-in reads every line empty: the pages' "no text found" warnings are beside.)
+    warnings = [line for line in captured.err.splitlines()
+                if line.startswith("warning:") and "no text" not in line]
+    assert warnings == ["warning: page %s: it reads a little better turned by 180 degrees "
+                        "(0.02 against 0.022 a column), not clearly enough to turn it: read as "
+                        "it comes; if its text is garbage, turn it upright and pass it again"
+                        % path for path in paths]
+
+
+@pytest.mark.parametrize("text", ["hello world", "A Short Title", "Report 2024", "summer camp"])
+@pytest.mark.parametrize("turn", [0, 180])
+def test_a_line_alone_on_a_page_reads_right_either_way_up(reader, text, turn):
+    """An A4 page at 150 dpi holding one line, as a title page or a first try does: framed at
+    its own ink, "hello world" read 'he|lo wor\\c', and better upside down."""
+    page = Image.new("L", (1240, 1754), 255)
+    ImageDraw.Draw(page).text((200, 300), text, fill=0,
+                              font=load_font(DEJAVU + "DejaVuSans.ttf", 40))
+    read = PageReader(reader).read(page.rotate(turn))
+    assert (read.turn, read.text(), read.doubt) == (turn, text, None)
 
 
 class CountingReader(object):
@@ -141,22 +159,24 @@ def test_the_layout_tells_lines_across_from_lines_down_and_leaves_single_lines_t
     assert layout_turns(np.zeros((50, 50), bool)) == ALL_TURNS
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.sampled_from(TURNS),
-                       st.one_of(st.none(), st.floats(0.0, 1.0)), min_size=1))
-def test_a_page_is_read_as_it_comes_unless_another_turn_reads_clearly_best(losses):
+                       st.one_of(st.none(), st.floats(0.0001, 0.1)), min_size=1),
+       st.booleans())
+def test_a_page_is_read_as_it_comes_unless_another_turn_reads_clearly_better(losses, down):
     known = dict((turn, loss) for turn, loss in losses.items() if loss is not None)
-    best = min(known.values()) if known else None
-    try:
-        turn = clearest_turn(losses)
-    except UnknownOrientation as error:
-        assert "\n" not in str(error)
-        # Refused only when the best is another turn, not clearly better than the next best.
-        assert known.get(0) != best and \
-            sorted(known.values())[1] <= best * CLEAR_MODEL, losses
+    turn, doubt = clearest_turn(losses, lines_down=down)
+    if 0 not in known:  # no evidence as it comes: the best turn known, or 0
+        assert doubt is None and (turn == 0 if not known else known[turn] == min(known.values()))
         return
-    if turn == 0:
-        assert not known or known.get(0) == best
-    else:
-        assert known[turn] == best and all(best * CLEAR_MODEL < loss
-                                           for other, loss in known.items() if other != turn)
+    needed = dict((other, CLEAR_HALF_TURN if other == 180 or down else CLEAR_QUARTER_TURN)
+                  for other in known if other)
+    clearly = [other for other in needed
+               if known[other] * needed[other] < known[0] and known[other] <= READABLE]
+    if not clearly:
+        assert turn == 0
+        better = any(loss < known[0] for loss in known.values())
+        assert (doubt is not None) == better and (doubt is None or "\n" not in doubt)
+        return
+    assert turn in clearly and doubt is None
+    assert all(known[turn] * needed[turn] <= known[other] * needed[other] for other in clearly)

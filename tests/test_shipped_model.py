@@ -77,7 +77,7 @@ def test_without_the_package_installed_predict_says_to_install_it(tmp_path):
 def test_shipped_model_reads_plain_words_in_dejavu_faces(name, spelt):
     recognizer = Recognizer.shipped(name)
     images = [draw_word(word, font) for font in FACES for word in WORDS]
-    texts, _ = recognizer.read_crops([load_image(image) for image in images])
+    texts, _ = recognizer.read_crops([recognizer.crop_array(image) for image in images])
     truths = [spelt(word) for _ in FACES for word in WORDS]
     right = sum(text == truth for text, truth in zip(texts, truths))
     assert right >= 0.9 * len(truths), list(zip(texts, truths))
@@ -102,7 +102,7 @@ def print_line(text, size=28):
 def test_the_chinese_model_reads_common_words_without_spaces_beside_hanzi():
     recognizer = Recognizer.shipped("zh")
     try:
-        crops = [load_image(print_line(text), recognizer.height) for text, _ in CHINESE]
+        crops = [recognizer.crop_array(print_line(text)) for text, _ in CHINESE]
         read = recognizer.read_crops(crops)[0]
     finally:
         recognizer.close()

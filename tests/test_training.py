@@ -46,13 +46,15 @@ def variables_of(run_dir):
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
-def read_alone(run_dir, paths, beam_width=0):
-    """What the run's newest checkpoint reads in each image, run on that image alone, as the
-    tools read a crop (``Recognizer.read_crops``)."""
+def read_alone(run_dir, paths, beam_width=0, labelled=False):
+    """What the run's newest checkpoint reads in each image, run on that image alone, as
+    crnn-predict reads a crop (its text found: ``Recognizer.crop_array``) or, ``labelled``, as
+    crnn-evaluate reads a dataset's image (as training crops are made: ``load_image``)."""
     recognizer = Recognizer(run_dir, beam_width=beam_width)
+    to_array = (lambda path: load_image(path, recognizer.height)) if labelled else \
+        recognizer.crop_array
     try:
-        return [recognizer.read_crops([load_image(path, recognizer.height)])[0][0]
-                for path in paths]
+        return [recognizer.read_crops([to_array(path)])[0][0] for path in paths]
     finally:
         recognizer.close()
 
@@ -60,7 +62,8 @@ def read_alone(run_dir, paths, beam_width=0):
 def read_folder(run_dir, folder):
     """(readings, labels) of the folder dataset's images, each read alone, in labels.txt order."""
     labels = read_labels(os.path.join(folder, "labels.txt"))
-    return read_alone(run_dir, [os.path.join(folder, path) for path, _ in labels]), \
+    return read_alone(run_dir, [os.path.join(folder, path) for path, _ in labels],
+                      labelled=True), \
         [text for _, text in labels]
 
 

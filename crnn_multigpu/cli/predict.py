@@ -2,9 +2,8 @@
 
 Every image is read by the shipped text model (models/text: case, spaces, punctuation) unless
 ``--model words`` (digits and lower case) or ``--checkpoint`` names another. A word or line
-crop that is one band of ink (cut tight around letters without ascenders or descenders) is
-also read with a line's room above and below it (crnn_multigpu.ocr.word_frame), the more
-probable reading kept. ``--lines``: the images are whole printed lines.
+crop's text is found and cut with a line's margins (crnn_multigpu.ocr.text_box), whatever
+margins and background it came with. ``--lines``: the images are whole printed lines.
 ``--page``: the images are printed pages: each is turned upright (crnn_multigpu.ocr.page_reader),
 straightened and split into its columns (crnn_multigpu.ocr.page_layout), its lines found
 (crnn_multigpu.ocr.page) and read, and its text printed one line per line, column after column,
@@ -82,19 +81,17 @@ def page_selection(text):
 def read_page(reader, name, source, picture=None):
     """The :class:`~crnn_multigpu.ocr.page_result.Page` named ``name`` (its path, or a PDF's
     ``file.pdf#page=N``) read from ``source`` (what the page reader reads) by the PageReader
-    ``reader``; a note on stderr when the page lay turned, a warning when nothing was read on
-    it."""
+    ``reader``; a note on stderr when the page lay turned, a warning when the way up it was
+    read at is in doubt or nothing was read on it."""
     from dataclasses import replace
-    from crnn_multigpu.ocr.page_reader import UnknownOrientation
-    try:
-        page = reader.read(source)
-    except UnknownOrientation as error:
-        raise UnknownOrientation("page %s: %s" % (name, error))
+    page = reader.read(source)
     if page.image != name:
         page = replace(page, image=name)
     if page.turn:
         sys.stderr.write("note: %s lies turned %s: read turned back upright\n"
                          % (name, TURNED[page.turn]))
+    if page.doubt:
+        sys.stderr.write("warning: page %s: %s\n" % (name, page.doubt))
     if not page.text():
         sys.stderr.write("warning: found no text on page %s (blank, one flat shade, fully "
                          "transparent, or print too faint or small to find): its text is empty; "
@@ -180,10 +177,10 @@ PAGE_HINT_MIN_HEIGHT = 100
 PAGE_HINT_ROWS = 3
 
 
-def load_crops(paths, height):
-    """``(readable paths, arrays, failed count)`` of word or line crops; a note on stderr for
-    an unreadable image, and for one that looks like a whole page (read it with --page)."""
-    from crnn_multigpu.datasets import load_image
+def load_crops(paths, crop_array):
+    """``(readable paths, arrays, failed count)`` of word or line crops made arrays by
+    ``crop_array`` (the recognizer's); a note on stderr for an unreadable image, and for one
+    that looks like a whole page (read it with --page)."""
     readable, arrays, failed = [], [], 0
     for path in paths:
         if pdf.is_pdf(path):
@@ -191,7 +188,7 @@ def load_crops(paths, height):
             sys.stderr.write("skipped: %s is a PDF document: read its pages with --page\n" % path)
             continue
         try:
-            arrays.append(load_image(path, height))
+            arrays.append(crop_array(path))
             readable.append(path)
         except (ValueError, OSError) as error:
             failed += 1
@@ -236,7 +233,7 @@ def picture_paths(args, pages):
 
 def write_crops(recognizer, args):
     """Read and print the word or line crops of ``args.images``; the exit code."""
-    readable, arrays, failed = load_crops(args.images, recognizer.height)
+    readable, arrays, failed = load_crops(args.images, recognizer.crop_array)
     texts, log_probs = recognizer.read_crops(arrays) if arrays else ([], [])
     for path, text, log_prob, array in zip(readable, texts, log_probs, arrays):
         sys.stdout.write(crop_output(args, path, text, log_prob,

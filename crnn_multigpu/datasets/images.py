@@ -223,13 +223,25 @@ def load_image(source, height=32, degrade=None):
       missing, not an image, corrupt, truncated, too large (a decompression bomb) or
       holds non-finite pixels.
     """
+    return normalise(grey_pixels(source, degrade), height)
+
+
+def grey_pixels(source, degrade=None):
+    """The image ``source`` (as for :func:`load_image`) as float32 grey ``[h, w]`` in [0, 1]
+    at its own size (:func:`to_gray_float`), ``degrade`` applied first; ValueError as
+    :func:`load_image` raises it."""
     image = open_image(source)
     if 0 in image.size:
         raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
     _require_finite(image, source)
     if degrade is not None:
         image = degrade(_luminance(image))
-    pixels = to_gray_float(image)
+    return to_gray_float(image)
+
+
+def normalise(pixels, height=32):
+    """Grey ``pixels`` (float [h, w] in [0, 1]) as the model sees them: resized to ``height``
+    keeping the aspect ratio, light text on dark, contrast stretched (the module docstring)."""
     source_height, source_width = pixels.shape
     width = scaled_width(source_width, source_height, height)
     if (source_height, source_width) != (height, width):

@@ -28,6 +28,10 @@ charset file beside it. The keys:
 * ``phrase`` punctuation, ``line_kinds`` (the mix of kinds of line), and ``scoring``
   (``strict`` or ``nfkc-blank-blind``: what :func:`crnn_multigpu.ocr.metrics.scoring_fold`
   compares);
+* ``band_room``: how a crop of one band of ink (no part of it reaching above or below the rest)
+  is framed as a full line (:mod:`crnn_multigpu.ocr.text_box`): the room above and below the
+  band, in band heights; the default, :data:`LATIN_BAND_ROOM`, takes the band for small letters
+  (a Chinese band is the characters themselves);
 * ``char_lm``: the character language model the reading tools fuse with the image
   (:mod:`crnn_multigpu.ocr.char_lm`): its ``order``, ``weight`` and ``bonus``, whether they
   read with it unless told otherwise (``on_by_default``), whether the word list joins the
@@ -53,6 +57,10 @@ HELDOUT_EVERY = 10  # one prose unit in ten is held out
 # validation set (crnn-generate --fonts heldout --kinds word --seed 7), over orders 3-6,
 # weights 0.1-1.2 and bonuses 0-2.5: 91.8 % greedy, 93.4 % so (docs/ocr.md); off unless
 # asked for.
+# A description's ``band_room`` where it has none: the room a full line has above and below a
+# band of Latin small letters, in band heights (DejaVu: brackets rise 0.39 x-heights above it,
+# descenders fall 0.44 below; Times 0.51 and 0.49).
+LATIN_BAND_ROOM = (0.45, 0.45)
 CHAR_LM_DEFAULTS = {"order": 4, "weight": 0.2, "bonus": 1.5, "on_by_default": False,
                     "with_word_list": False, "counts": None}
 
@@ -123,6 +131,7 @@ class Language(object):
         self.line_kinds = description["line_kinds"]
         self.scoring = description.get("scoring", "strict")
         self.char_lm = dict(CHAR_LM_DEFAULTS, **description.get("char_lm", {}))
+        self.band_room = tuple(description.get("band_room", LATIN_BAND_ROOM))
         self._charset = None
 
     @property

@@ -89,8 +89,7 @@ class Recognizer(TextReader):
         needs); default: the one the run's config.json names, else CRNN.
 
     ``model_cls``, ``model`` (tower 0: the plain model), ``height`` (of the images it reads)
-    and ``image_width`` (fixed, or None) describe what was built; ``frames_single_bands`` says
-    whether :meth:`read_crops` also reads a tight single-band crop framed.
+    and ``image_width`` (fixed, or None) describe what was built.
     """
 
     def __init__(self, run_dir, beam_width=0, checkpoint=None, lexicon=None, towers=1,

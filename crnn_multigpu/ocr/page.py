@@ -7,7 +7,8 @@
 2. rows: runs of rows holding ink are line bands; a thin band very close to a neighbour
    (the dots of a line of "i"s, an underscore) joins it; a thin isolated one is a rule
    (dropped) when its ink is one solid stroke, else a line of dots or dashes (kept, boxed
-   at the typical line height); a band much taller than the typical line is split at its emptiest row
+   at the typical line height) unless it reaches as far as a rule (a dotted or dashed
+   separator); a band much taller than the typical line is split at its emptiest row
    when it has one and both parts are line-sized (two lines whose descenders and ascenders
    touch, not a big heading and its descenders);
 3. columns: within a band, ink columns separated by more than 1.5 band heights are
@@ -38,7 +39,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from crnn_multigpu.datasets.images import MIN_PAGE_SIDE, to_gray_float
-from crnn_multigpu.datasets.language import get_language
+from crnn_multigpu.datasets.language import LATIN_BAND_ROOM, get_language
 from crnn_multigpu.files import written_whole
 
 LineBox = collections.namedtuple("LineBox", ["left", "top", "right", "bottom", "row"])
@@ -59,6 +60,10 @@ RULE_WIDTH = 10.0       # ... and horizontal ones at least this long
 # crops hold 0-0.07 line heights above and below and about 0.05-0.11 at the sides).
 DESCENDER = 0.22
 CROP_MARGIN = 0.07
+# A page of fewer rows than this cannot tell its line height from its pieces' heights alone.
+FEW_ROWS = 3
+# A piece's core band: the rows holding this share of its fullest row's ink.
+CORE_SHARE = 0.35
 
 
 def ink_mask(image):
@@ -228,27 +233,49 @@ def paper_grey(pixels, ink):
     return median_of_counts(counts) if counts.sum() else 255.0
 
 
-def line_crops(image, ink=None):
+def line_crops(image, ink=None, band_room=LATIN_BAND_ROOM):
     """``(boxes, crops)``: the :class:`LineBox` es of the page ``image`` in reading order and
     the image of each (rules removed, framed by :func:`line_frame`, margins as
-    :func:`crop_line` gives). ``ink``: the page's :func:`ink_mask`, when it is known."""
+    :func:`crop_line` gives). ``ink``: the page's :func:`ink_mask`, when it is known;
+    ``band_room``: the language's (:func:`full_line_height`)."""
     grey = image if image.mode == "L" else image.convert("L")
     page, ink = without_rules(grey, ink_mask(grey) if ink is None else ink)
     boxes = _lines_of_ink(ink)
     if not boxes:
         return [], []
-    frames = line_frames(ink, boxes)
+    frames = line_frames(ink, boxes, band_room)
     return boxes, [crop_line(page, box, frame=frame) for box, frame in zip(boxes, frames)]
 
 
-def full_line_height(boxes):
+def full_line_height(boxes, ink=None, band_room=LATIN_BAND_ROOM):
     """The page's line height from the top of its tallest glyphs to the bottom of its
     descenders: the 75th percentile of the pieces' ink heights (most lines of running text
-    hold both an ascender and a descender; headings are few)."""
-    return float(np.percentile([box.bottom - box.top for box in boxes], 75))
+    hold both an ascender and a descender; headings are few). A page of fewer than
+    :data:`FEW_ROWS` rows (a title page, "hello world" alone) may have neither: there it is at
+    least the median of its pieces' :func:`band_line` heights, given their ``ink`` (the
+    page's mask). Framed at its own ink, "hello world" alone read 'he|lo wor\\c', and upside
+    down more surely than so."""
+    height = float(np.percentile([box.bottom - box.top for box in boxes], 75))
+    if ink is None or len(set(box.row for box in boxes)) >= FEW_ROWS:
+        return height
+    lines = [np.subtract(*band_line(ink[b.top:b.bottom, b.left:b.right].sum(axis=1),
+                                    band_room)[::-1]) for b in boxes]
+    return max(height, float(np.median(lines)))
 
 
-def line_frames(ink, boxes):
+def band_line(profile, band_room=LATIN_BAND_ROOM):
+    """``(top, bottom)`` of the full line around a piece of text whose ink's row profile (ink
+    per row, top to bottom) is ``profile``, in its rows (reaching beyond them where the line
+    does): its core band (the rows holding :data:`CORE_SHARE` of the fullest row's ink) with
+    ``band_room`` above and below it, in band heights (``datasets.language``), or the piece's
+    own ink where it reaches further (ascenders, descenders)."""
+    core = np.nonzero(profile >= CORE_SHARE * profile.max())[0]
+    band = core[-1] + 1 - core[0]
+    return (min(0.0, core[0] - band_room[0] * band),
+            max(float(len(profile)), core[-1] + 1 + band_room[1] * band))
+
+
+def line_frames(ink, boxes, band_room=LATIN_BAND_ROOM):
     """``(top, bottom)`` of every piece ``boxes`` of the page's ``ink``: :func:`line_frame` with
     the page's full line height and the piece's baseline.
 
@@ -257,7 +284,7 @@ def line_frames(ink, boxes):
     a lone table cell "y" in Courier has a foot as wide as its top, so its own ink puts the
     baseline at the foot, and framed there it reads as "Y". Such a piece takes its row's.
     """
-    height = full_line_height(boxes)
+    height = full_line_height(boxes, ink, band_room)
     own, main = [], {}
     for box in boxes:
         piece = ink[box.top:box.bottom, box.left:box.right]
@@ -308,10 +335,19 @@ def _join_thin_bands(bands, typical, ink):
     for top, bottom in joined:
         if bottom - top >= THIN_BAND * typical:
             kept.append((top, bottom))
-        elif len(_runs(ink[top:bottom].any(axis=0))) >= 3:  # "...", "-----": text, not a rule
+        elif _dots_or_dashes(ink[top:bottom], typical):
             middle, half = (top + bottom) // 2, int(round(typical / 2.0))
             kept.append((max(0, middle - half), min(ink.shape[0], middle + half)))
     return kept
+
+
+def _dots_or_dashes(band, typical):
+    """Whether a thin band of ink on its own is text ("......", "-----"): three pieces or more
+    across less than :data:`RULE_WIDTH` line heights. One solid stroke is a rule, and so is a
+    dotted or dashed one reaching further (separators, the frames of note boxes), which was
+    read as a row of ". . . ."."""
+    pieces = _runs(band.any(axis=0))
+    return len(pieces) >= 3 and pieces[-1][1] - pieces[0][0] < RULE_WIDTH * typical
 
 
 def _split_tall_band(profile, top, bottom, typical):

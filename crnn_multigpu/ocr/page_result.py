@@ -98,7 +98,8 @@ class Page(object):
     ``height`` of the image given, the ``turn`` (counter-clockwise degrees) and ``skew`` it
     was read at, its ``rows`` in reading order and ``image``, the path it was read from (or
     None). ``upright`` is the page as read, turned upright and straightened, which the
-    pieces' ``upright_box`` es refer to (for pictures)."""
+    pieces' ``upright_box`` es refer to (for pictures); ``doubt``, when the way up it was read
+    at is in doubt, says why (a sentence), else None."""
     width: int
     height: int
     turn: int
@@ -106,6 +107,7 @@ class Page(object):
     rows: Tuple[Row, ...]
     image: Optional[str] = None
     upright: object = field(default=None, repr=False, compare=False)
+    doubt: Optional[str] = None
 
     def text(self):
         """The page's text as ``crnn-predict --page`` prints it: one line per row where

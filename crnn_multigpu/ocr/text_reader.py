@@ -5,13 +5,20 @@ the reading of crops, arrays and datasets in batches, and the scoring of a datas
 This module imports no TensorFlow, so that a reader which does not need it (the ONNX one)
 starts without it.
 """
-from crnn_multigpu.datasets import load_image, make_batch
+from crnn_multigpu.datasets import make_batch
+from crnn_multigpu.datasets.images import grey_pixels, normalise
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.datasets.unreadable import UnreadableImages
 from crnn_multigpu.ocr.ctc import beam_frames, check_beam_width
 from crnn_multigpu.ocr.metrics import text_metrics
-from crnn_multigpu.ocr.word_frame import loose_frame, single_band_frame
+from crnn_multigpu.ocr.text_box import as_capitals, frame_text
+
+
+# How much more probable (natural log) a band's reading framed as capitals must be to be kept
+# over its reading framed as small letters: c, o, s, v, w, x and z differ only in size, and
+# "summer" framed as capitals read "Summer", a little more surely.
+CAPITALS_MARGIN = 1.0
 
 
 def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_examples=0,
@@ -76,16 +83,6 @@ def score_unreadable(dataset, indices, predictions, truths):
         predictions.extend("" for _ in indices)
 
 
-def _first_framing(array, framings):
-    """The first answer of ``framings`` (functions array -> framed array or None) that is not
-    None for ``array``, else None."""
-    for framing in framings:
-        framed = framing(array)
-        if framed is not None:
-            return framed
-    return None
-
-
 class FittedDecoder(object):
     """A Recognizer attribute holding a decoder (or None) that must read the model's charset."""
 
@@ -131,7 +128,6 @@ class TextReader(object):
         self.language = get_language(config.language)
         self.lexicon, self.language_model = lexicon, language_model
         self.image_width = config.image_width
-        self.frames_single_bands = config.frame_single_bands
 
     def _run(self, batch, frames):
         """(texts, log probabilities, per-image frame log-probabilities ``[T_i, num_classes]``
@@ -182,35 +178,35 @@ class TextReader(object):
                 texts[index], log_probs[index] = text, log_prob
         return texts, log_probs
 
-    def read_crops(self, arrays, batch_size=64):
-        """Recognise crops a user cut, a word or a line each (normalised arrays, as
-        :meth:`recognize_arrays`). Returns (texts, log_probs).
+    def crop_array(self, source):
+        """The word or line crop ``source`` (a path, bytes or a PIL image of any size and mode)
+        as the model reads it: its text found and cut as the model's training crops frame
+        theirs (:func:`~crnn_multigpu.ocr.text_box.frame_text`, whatever its margins,
+        background and place on the canvas), normalised to the model's height. Raises
+        ValueError naming an image that cannot be read."""
+        return normalise(frame_text(grey_pixels(source), self.language.band_room), self.height)
 
-        For a model whose config sets ``frame_single_bands`` (one that learnt its letters in
-        lines, with room above and below, as the shipped text model did), a crop that is one
-        band of ink (no ascenders or descenders, cut tight) is also read framed by
-        :func:`~crnn_multigpu.ocr.word_frame.single_band_frame`, and the more probable of its
-        two readings kept. Other models read such crops as they are: one that learnt from tight
-        word crops reads them best so (``make train``'s model: 94.05 % of held-out words as
-        they are, 93.25 % with the framed second reading). With every model, a crop whose ink
-        spans less than half its height (wide margins) is also read with its margins cut by
-        :func:`~crnn_multigpu.ocr.word_frame.loose_frame`, the more probable reading kept."""
+    def read_crops(self, arrays, batch_size=64):
+        """Recognise crops a user cut, a word or a line each, made arrays by
+        :meth:`crop_array`. Returns (texts, log_probs). A crop that is one band of ink (framed
+        as small letters) is also read framed as capitals
+        (:func:`~crnn_multigpu.ocr.text_box.as_capitals`), the more probable reading kept."""
         texts, log_probs = self.recognize_arrays(arrays, batch_size)
-        framings = (single_band_frame, loose_frame) if self.frames_single_bands else \
-            (loose_frame,)
-        framed = [(index, _first_framing(array, framings)) for index, array in enumerate(arrays)]
-        framed = [(index, array) for index, array in framed if array is not None]
-        if framed:
-            again, again_log_probs = self.recognize_arrays([a for _, a in framed], batch_size)
-            for (index, _), text, log_prob in zip(framed, again, again_log_probs):
-                if log_prob > log_probs[index]:
+        again = [(index, as_capitals(array)) for index, array in enumerate(arrays)]
+        again = [(index, normalise(framed, self.height)) for index, framed in again
+                 if framed is not None]
+        if again:
+            for (index, _), text, log_prob in zip(again, *self.recognize_arrays(
+                    [array for _, array in again], batch_size)):
+                if log_prob > log_probs[index] + CAPITALS_MARGIN:
                     texts[index], log_probs[index] = text, log_prob
         return texts, log_probs
 
     def recognize_files(self, paths, batch_size=64):
-        """Recognise image files of any size and mode; returns (texts, log_probs, arrays)."""
-        arrays = [load_image(path, self.height) for path in paths]
-        texts, log_probs = self.recognize_arrays(arrays, batch_size)
+        """Recognise crop files of any size and mode (:meth:`crop_array`); returns (texts,
+        log_probs, arrays)."""
+        arrays = [self.crop_array(path) for path in paths]
+        texts, log_probs = self.read_crops(arrays, batch_size)
         return texts, log_probs, arrays
 
     def evaluate(self, dataset, batch_size=64, keep_examples=24, progress=None, fold=None,
