@@ -2,6 +2,7 @@
 package ``crnn_multigpu.models`` (``models/`` of the repository, mapped there by pyproject.toml),
 whether pip installed a wheel or this checkout (``pip install -e .``, as ``make`` does).
 Their README.md files say how they were trained."""
+import glob
 import os
 
 # The shipped models' names (the reading tools' --model choices), the default first.
@@ -30,6 +31,36 @@ def shipped_model(name):
         raise FileNotFoundError("the shipped models are missing (%s): install the package "
                                 "(pip install crnn_multigpu, or pip install -e . in a checkout)"
                                 % error)
+
+
+def resolve_run(path, model=DEFAULT_MODEL, flag="--checkpoint"):
+    """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder.
+
+    ``None`` means the shipped model called ``model`` (the text model unless told otherwise);
+    ``flag`` is the option the path came from, for the error messages.
+    """
+    if path is None:
+        shipped = shipped_model(model)
+        if os.path.isfile(os.path.join(shipped, "config.json")):
+            return shipped, None
+        raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
+                                "%s (it has no config.json); pass the --out folder of crnn-train "
+                                "as --checkpoint (e.g. runs/lines/run after make train-lines)"
+                                % shipped)
+    if os.path.isdir(path):
+        return path, None
+    if os.path.isfile(path):
+        raise FileNotFoundError("%s %s is a file; pass the run directory that holds it "
+                                "(%s), or a checkpoint prefix without its extension (e.g. "
+                                "RUN/checkpoints/model.ckpt-1000)"
+                                % (flag, path, os.path.dirname(os.path.abspath(path))))
+    if not glob.glob(glob.escape(path) + ".*"):
+        raise FileNotFoundError("%s %s does not exist: pass the --out directory of "
+                                "crnn-train (or a checkpoint prefix inside its checkpoints/)"
+                                % (flag, os.path.abspath(path)))
+    folder = os.path.dirname(path)
+    run_dir = os.path.dirname(folder) if os.path.basename(folder) == "checkpoints" else folder
+    return run_dir, path
 
 
 def _package_folder():
