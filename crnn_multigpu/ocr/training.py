@@ -57,9 +57,9 @@ class TrainingRun(object):
 
     def run(self, owns_process=False):
         """Train to ``stop_at`` or ``steps`` (continuing the run with ``resume``), then run the
-        final validation; the :class:`TrainingResult`. SIGINT and SIGTERM stop it after the
-        step in progress, saved; ``owns_process`` (a tool's main): while there is nothing to
-        save, the first one ends the process at once."""
+        final validation, in a graph of its own; the :class:`TrainingResult`. SIGINT and
+        SIGTERM stop it after the step in progress, saved; ``owns_process`` (a tool's main):
+        while there is nothing to save, the first one ends the process at once."""
         settings = self.settings
         # From here on: a clean stop, at once while there is nothing to save (set-up and the
         # first step, a minute with 99 towers), else after the step in progress, saved.
@@ -74,7 +74,8 @@ class TrainingRun(object):
             ensure_writable(settings.out)
             # One trainer at a time: two in a folder would save over each other's checkpoints.
             # Taken before the datasets are read, so that a second trainer is refused at once.
-            with run_folder_lock(settings.out):
+            # A graph of its own: runs one after another in a process do not share one.
+            with run_folder_lock(settings.out), tf.Graph().as_default():
                 return self._train(charset, model_cls, config, stop)
 
     def _train(self, charset, model_cls, config, stop):
