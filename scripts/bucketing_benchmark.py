@@ -20,9 +20,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crnn_multigpu.datasets.charset import Charset  # noqa: E402
-from crnn_multigpu.cli.train import DEFAULT_BUCKET, MODEL_SIZES  # noqa: E402
 from crnn_multigpu.compat import tf  # noqa: E402
 from crnn_multigpu.ocr.crnn import CRNN  # noqa: E402
+from crnn_multigpu.ocr.training_settings import DEFAULT_BUCKET  # noqa: E402
 from crnn_multigpu.datasets import FolderDataset, write_dataset  # noqa: E402
 from crnn_multigpu.datasets.fonts import select_fonts  # noqa: E402
 from crnn_multigpu.datasets.steps import StepBatches  # noqa: E402
@@ -40,7 +40,7 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--bucket", type=int, default=DEFAULT_BUCKET,
                         help="windows of this many batches (crnn-train's default)")
-    parser.add_argument("--model", choices=sorted(MODEL_SIZES), default="small")
+    parser.add_argument("--model", choices=sorted(CRNN.SIZES), default="small")
     parser.add_argument("--towers", type=int, default=1)
     return parser.parse_args(argv)
 
@@ -74,7 +74,7 @@ def main(argv=None):
     with graph.as_default():
         tf.set_random_seed(0)
         model = MultiGpuModel(CRNN, devices=cpu_devices(args.towers),
-                              num_classes=charset.num_classes, **MODEL_SIZES[args.model])
+                              num_classes=charset.num_classes, **CRNN.SIZES[args.model])
         init = tf.global_variables_initializer()
     seconds = dict((name, []) for name, _ in settings)
     with tf.Session(graph=graph, config=session_config(args.towers)) as session:

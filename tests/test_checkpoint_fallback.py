@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import toy_models as toys
-from tiny_runs import copy_of_run, train_run
+from tiny_runs import copy_of_run, options, train_run
 from waiting import HANG_GUARD, wait_until
 from crnn_multigpu import MultiGpuModel
 from crnn_multigpu.runtime.checkpoints import (CheckpointSaver, NonFiniteStateError, checkpoint_dir,
@@ -28,8 +28,9 @@ from crnn_multigpu.runtime.training import Trainer
 
 pytestmark = pytest.mark.faults
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = ["--model", "tiny", "--batch-size", "8", "--log-every", "1", "--validate-every", "0",
-        "--checkpoint-every", "3"]
+TINY_SETTINGS = dict(model="tiny", batch_size=8, log_every=1, validate_every=0,
+                     checkpoint_every=3)
+TINY = options(**TINY_SETTINGS)
 DATA = "model.ckpt-%d.data-00000-of-00001"
 
 # A failure as TensorFlow reports it: the cause buried in a page of graph trace.
@@ -98,7 +99,7 @@ def files(run):
 def base_run(tiny_dataset, tmp_path_factory):
     """A tiny run with intact checkpoints at steps 3 and 6."""
     out = train_run(tmp_path_factory.mktemp("base"),
-                    ["--train", tiny_dataset, "--steps", "6"] + TINY)
+                    train=tiny_dataset, steps=6, **TINY_SETTINGS)
     assert [step_of(p) for p in checkpoint_prefixes(checkpoint_dir(out))] == [6, 3]
     return out
 

@@ -1,10 +1,11 @@
 """Issue 35: ``crnn-train --resume`` never loses the record of how the earlier steps were trained.
 
-A resume whose --seed, --batch-size, --lr, --augment, --reframe, --stroke, --sync-bn or --train
-differs from the run's config.json is refused in one line naming each setting and its two values, config.json
-untouched, unless --allow-changed-settings; a resume that goes on keeps every part's settings
-under "parts" in config.json. --steps may grow (train longer) without the flag. Before, any
-of them was accepted and config.json rewritten.
+A resume whose --seed, --batch-size, --lr, --augment, --reframe, --stroke, --sync-bn, --clip-norm,
+--on-nonfinite or --train differs from the run's config.json is refused in one line naming each
+setting and its two values, config.json untouched, unless --allow-changed-settings (the list
+is read off ``ocr.TrainingSettings``: test_training_settings.py checks every setting); a resume
+that goes on keeps every part's settings under "parts" in config.json. --steps may grow (train
+longer) without the flag. Before, any of them was accepted and config.json rewritten.
 """
 import json
 import os
@@ -16,10 +17,11 @@ from assertions import one_error_line
 from crnn_multigpu.cli import train
 from crnn_multigpu.compat import tf
 from crnn_multigpu.runtime.checkpoints import latest_checkpoint
-from tiny_runs import copy_of_run, train_run
+from tiny_runs import copy_of_run, options, train_run
 
-TINY = ["--model", "tiny", "--batch-size", "8", "--log-every", "0", "--validate-every", "0",
-        "--checkpoint-every", "0", "--steps", "4"]
+TINY_SETTINGS = dict(model="tiny", batch_size=8, log_every=0, validate_every=0,
+                     checkpoint_every=0, steps=4)
+TINY = options(**TINY_SETTINGS)
 
 
 def run_train(argv, capsys):
@@ -32,7 +34,7 @@ def run_train(argv, capsys):
 def stopped_run(tiny_dataset, tmp_path_factory):
     """A tiny run of 4 steps stopped with a checkpoint at step 2 (seed 0, lr 0.001, batch 8)."""
     return train_run(tmp_path_factory.mktemp("issue35-resume"),
-                     ["--train", tiny_dataset, "--stop-at", "2"] + TINY)
+                     train=tiny_dataset, stop_at=2, **TINY_SETTINGS)
 
 
 @pytest.fixture
@@ -60,6 +62,8 @@ CHANGES = {
     "--reframe": (["--reframe", "0.5"], "--reframe 0.0 -> 0.5"),
     "--stroke": (["--stroke", "0.5"], "--stroke 0.0 -> 0.5"),
     "--sync-bn": (["--sync-bn"], "--sync-bn false -> true"),
+    "--clip-norm": (["--clip-norm", "1"], "--clip-norm 5.0 -> 1.0"),
+    "--on-nonfinite": (["--on-nonfinite", "skip"], '--on-nonfinite "stop" -> "skip"'),
 }
 
 

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from crnn_multigpu.datasets.charset import Charset
-from crnn_multigpu.runtime.run_config import RunConfig
+from crnn_multigpu.ocr.run_config import RunConfig
 from crnn_multigpu.cli import main_job
 from crnn_multigpu.datasets import read_labels
 

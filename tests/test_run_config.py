@@ -1,4 +1,4 @@
-"""``runtime.run_config.RunConfig``, a run folder's config.json as one object: the shipped
+"""``ocr.run_config.RunConfig``, a run folder's config.json as one object: the shipped
 models' files read and write back unchanged, a bad file is one line naming it, and a run
 trained in parts keeps each part's settings."""
 import json
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from crnn_multigpu.runtime.run_config import CONFIG_NAME, RunConfig
+from crnn_multigpu.ocr.run_config import CONFIG_NAME, RunConfig
 
 MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
 

@@ -9,15 +9,16 @@ import pytest
 from assertions import one_error_line
 from crnn_multigpu.cli import evaluate, export, predict, train
 from crnn_multigpu.compat import tf
-from tiny_runs import copy_of_run, train_run
+from tiny_runs import copy_of_run, options, train_run
 
-TINY = ["--model", "tiny", "--batch-size", "8", "--checkpoint-every", "0", "--log-every", "0"]
+TINY_SETTINGS = dict(model="tiny", batch_size=8, checkpoint_every=0, log_every=0)
+TINY = options(**TINY_SETTINGS)
 
 
 @pytest.fixture(scope="module")
 def run_dir(tiny_dataset, tmp_path_factory):
     return train_run(tmp_path_factory.mktemp("run-files"),
-                     ["--train", tiny_dataset, "--steps", "2"] + TINY)
+                     train=tiny_dataset, steps=2, **TINY_SETTINGS)
 
 
 def error_line(main, argv, capsys):

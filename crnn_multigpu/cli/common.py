@@ -258,13 +258,7 @@ def add_model_class_argument(parser, training=False):
 
 
 def chosen_model_class(args):
-    """The class ``--model-class`` names, imported and checked (``ocr.model_class.load``), or
+    """The class ``--model-class`` names, imported and checked (``ocr.model_class.chosen``), or
     None without the flag. ValueError, one line naming the value and the problem, otherwise."""
-    if args.model_class is None:
-        return None
-    from crnn_multigpu.ocr.model_class import load
-    try:
-        return load(args.model_class)
-    except ValueError as error:
-        # "--model-class must be module:Class ..." or "--model-class a.b:C: cannot import ..."
-        raise ValueError("--model-class %s" % error)
+    from crnn_multigpu.ocr.model_class import chosen
+    return chosen(args.model_class)

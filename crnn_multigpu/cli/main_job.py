@@ -4,8 +4,9 @@
    validation set with the families held out from training (so the figure
    measures reading type designs it never saw, not memorised ones), real words
    in three cases, colours and degradations, both in parallel processes;
-2. trains the default CRNN with crnn-train on --towers towers: the first GPUs, or virtual
-   CPUs on a machine without GPUs (refused at once when there are GPUs but fewer);
+2. trains the default CRNN as crnn-train does (``ocr.TrainingRun``) on --towers towers: the
+   first GPUs, or virtual CPUs on a machine without GPUs (refused at once when there are GPUs
+   but fewer);
 3. evaluates the newest checkpoint on the validation set and writes a PNG of
    sample predictions. Re-running continues an interrupted run.
 
@@ -87,11 +88,12 @@ def main_body(argv=None):
     train_dir, val_dir = os.path.join(data_dir, "train"), os.path.join(data_dir, "val")
     render_sets(args, charset, train_dir, val_dir)
 
-    from crnn_multigpu.cli import train
+    from crnn_multigpu.ocr.training import TrainingRun
     started = time.time()
-    status = train.main_body(train_arguments(args, train_dir, val_dir, run_dir))
-    if status:
-        return status
+    result = TrainingRun(training_settings(args, train_dir, val_dir, run_dir)).run(
+        owns_process=True)
+    if result.stopped_by:
+        return 128 + result.stopped_by
     minutes = (time.time() - started) / 60.0
     print_figures(evaluate_run(args, run_dir, val_dir, minutes))
     return 0
@@ -142,21 +144,18 @@ def render_sets(args, charset, train_dir, val_dir):
                args.val_count, args.workers)
 
 
-def train_arguments(args, train_dir, val_dir, run_dir):
-    """crnn-train's command line for the job (with --resume when the run has a checkpoint)."""
+def training_settings(args, train_dir, val_dir, run_dir):
+    """The job's ``TrainingSettings`` (resuming when the run has a checkpoint)."""
+    from crnn_multigpu.ocr.training_settings import TrainingSettings
     from crnn_multigpu.runtime.checkpoints import latest_checkpoint
-    train_args = ["--train", train_dir, "--val", val_dir, "--out", run_dir,
-                  "--towers", str(args.towers), "--steps", str(args.steps), "--lr", str(args.lr),
-                  "--batch-size", str(args.batch_size), "--seed", str(args.seed),
-                  "--model", args.model]
     every = max(1, min(500, args.steps // 4)) if args.lines else 500
-    train_args += ["--validate-every", str(every), "--validate-max", "300" if args.lines else "500"]
-    if args.lines:
-        train_args += ["--width", "0", "--charset", os.path.join(train_dir, "charset.txt"),
-                       "--log-every", str(max(1, min(50, args.steps // 10)))]
-    if latest_checkpoint(run_dir):
-        train_args.append("--resume")
-    return train_args
+    lines = dict(width=0, charset=os.path.join(train_dir, "charset.txt"),
+                 log_every=max(1, min(50, args.steps // 10))) if args.lines else {}
+    return TrainingSettings(train=train_dir, val=val_dir, out=run_dir, towers=args.towers,
+                            steps=args.steps, lr=args.lr, batch_size=args.batch_size,
+                            seed=args.seed, model=args.model, validate_every=every,
+                            validate_max=300 if args.lines else 500,
+                            resume=bool(latest_checkpoint(run_dir)), **lines)
 
 
 def evaluate_run(args, run_dir, val_dir, minutes):

@@ -2,14 +2,13 @@
 (a shipped model, a run or an ONNX export) and what runs it (TensorFlow or onnxruntime), how
 its frames are decoded (greedy, beam, language model, lexicon), on how many towers, and the
 picture of what it read."""
-import glob
 import os
 
 from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_class,
                                       float_range, non_negative_int, positive_int)
 from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.ocr import char_lm, ctc
-from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED, shipped_model
+from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED, resolve_run, shipped_model
 
 # --lm-weight W raises the character model's probabilities to the power W in the fused score
 # (char_lm: log p_ctc + W log p_lm + B len). At 1 they count as counted, as much as the
@@ -174,36 +173,6 @@ def chosen_run(args, default=DEFAULT_MODEL):
     if args.checkpoint is None:
         return resolve_run(None, args.model or default)
     return resolve_run(args.checkpoint)
-
-
-def resolve_run(path, model=DEFAULT_MODEL, flag="--checkpoint"):
-    """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder.
-
-    ``None`` means the shipped model called ``model`` (the text model unless told otherwise);
-    ``flag`` is the option the path came from, for the error messages.
-    """
-    if path is None:
-        shipped = shipped_model(model)
-        if os.path.isfile(os.path.join(shipped, "config.json")):
-            return shipped, None
-        raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
-                                "%s (it has no config.json); pass the --out folder of crnn-train "
-                                "as --checkpoint (e.g. runs/lines/run after make train-lines)"
-                                % shipped)
-    if os.path.isdir(path):
-        return path, None
-    if os.path.isfile(path):
-        raise FileNotFoundError("%s %s is a file; pass the run directory that holds it "
-                                "(%s), or a checkpoint prefix without its extension (e.g. "
-                                "RUN/checkpoints/model.ckpt-1000)"
-                                % (flag, path, os.path.dirname(os.path.abspath(path))))
-    if not glob.glob(glob.escape(path) + ".*"):
-        raise FileNotFoundError("%s %s does not exist: pass the --out directory of "
-                                "crnn-train (or a checkpoint prefix inside its checkpoints/)"
-                                % (flag, os.path.abspath(path)))
-    folder = os.path.dirname(path)
-    run_dir = os.path.dirname(folder) if os.path.basename(folder) == "checkpoints" else folder
-    return run_dir, path
 
 
 def chosen_recognizer(args, run, words):

@@ -19,7 +19,7 @@ from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.runtime.checkpoints import CHECKPOINT_PREFIX, checkpoint_dir, require_checkpoint
-from crnn_multigpu.runtime.run_config import RunConfig
+from crnn_multigpu.ocr.run_config import RunConfig
 
 # log(4): a new letter starts four times less likely than the letter it is built on.
 NEW_CLASS_PENALTY = float(np.log(4.0))

@@ -16,7 +16,7 @@ from crnn_multigpu.ocr import model_class
 from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.runtime.checkpoints import require_checkpoint, variables_mismatch
 from crnn_multigpu.runtime.placement import resolve_placement
-from crnn_multigpu.runtime.run_config import CONFIG_NAME, RunConfig
+from crnn_multigpu.ocr.run_config import CONFIG_NAME, RunConfig
 from crnn_multigpu.compat import tf
 from crnn_multigpu.ocr.text_reader import TextReader
 from crnn_multigpu.wrapper.sharding import batch_size as count_examples

@@ -147,6 +147,25 @@ def load(spec):
     return cls
 
 
+def chosen(spec):
+    """The model class a user chose (``--model-class``, or ``TrainingSettings.model_class``):
+    None for None, the class ``spec`` is, or the one the string ``"module:Class"`` names
+    (:func:`load`), checked; ValueError otherwise, one line naming ``--model-class``, its value
+    and the problem."""
+    if spec is None:
+        return None
+    if isinstance(spec, type):
+        problem = _class_problem(spec)
+        if problem:
+            raise ValueError("--model-class %s %s (%s)" % (path_of(spec), problem, SEE))
+        return spec
+    try:
+        return load(spec)
+    except ValueError as error:
+        # "--model-class must be module:Class ..." or "--model-class a.b:C: cannot import ..."
+        raise ValueError("--model-class %s" % error)
+
+
 def _class_problem(cls):
     """What ``cls`` lacks for the tools, as the end of a sentence, or None."""
     if not inspect.isclass(cls):

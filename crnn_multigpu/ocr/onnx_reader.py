@@ -27,7 +27,7 @@ from crnn_multigpu.ocr.ctc import beam_decode, greedy_decode
 from crnn_multigpu.ocr.shipped import ONNX_FILE, shipped_model
 from crnn_multigpu.ocr.text_reader import TextReader
 from crnn_multigpu.tflog import one_line
-from crnn_multigpu.runtime.run_config import RunConfig
+from crnn_multigpu.ocr.run_config import RunConfig
 
 __all__ = ["ONNX_FILE", "OnnxRecognizer", "import_extra", "is_onnx_export", "onnx_file",
            "with_checksum", "verified_model_bytes"]

@@ -6,6 +6,7 @@ Their README.md files say how they were trained.
 Each travels twice: as a TensorFlow checkpoint (``config.json`` + ``checkpoints/``) and as
 the ONNX file exported from it (``model.onnx``, written by scripts/export_shipped_onnx.py), which
 onnxruntime reads without TensorFlow (``pip install crnn_multigpu[onnx]``)."""
+import glob
 import os
 
 # The shipped models' names (the reading tools' --model choices), the default first.
@@ -53,6 +54,36 @@ def shipped_model(name, engine="tf"):
                                 "TensorFlow), or read it with --engine tf"
                                 % (name, ONNX_FILE, folder, name))
     return path
+
+
+def resolve_run(path, model=DEFAULT_MODEL, flag="--checkpoint"):
+    """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder.
+
+    ``None`` means the shipped model called ``model`` (the text model unless told otherwise);
+    ``flag`` is the option the path came from, for the error messages.
+    """
+    if path is None:
+        shipped = shipped_model(model)
+        if os.path.isfile(os.path.join(shipped, "config.json")):
+            return shipped, None
+        raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
+                                "%s (it has no config.json); pass the --out folder of crnn-train "
+                                "as --checkpoint (e.g. runs/lines/run after make train-lines)"
+                                % shipped)
+    if os.path.isdir(path):
+        return path, None
+    if os.path.isfile(path):
+        raise FileNotFoundError("%s %s is a file; pass the run directory that holds it "
+                                "(%s), or a checkpoint prefix without its extension (e.g. "
+                                "RUN/checkpoints/model.ckpt-1000)"
+                                % (flag, path, os.path.dirname(os.path.abspath(path))))
+    if not glob.glob(glob.escape(path) + ".*"):
+        raise FileNotFoundError("%s %s does not exist: pass the --out directory of "
+                                "crnn-train (or a checkpoint prefix inside its checkpoints/)"
+                                % (flag, os.path.abspath(path)))
+    folder = os.path.dirname(path)
+    run_dir = os.path.dirname(folder) if os.path.basename(folder) == "checkpoints" else folder
+    return run_dir, path
 
 
 def _package_folder():

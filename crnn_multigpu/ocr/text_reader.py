@@ -110,7 +110,7 @@ class TextReader(object):
     ``checkpoint`` (what it read, for messages and figures), ``downsample`` (image pixels per
     frame) and ``height`` (of the images it reads).
 
-    ``config`` is the run's config.json (a ``runtime.run_config.RunConfig``); ``lexicon`` and
+    ``config`` is the run's config.json (a ``ocr.run_config.RunConfig``); ``lexicon`` and
     ``language_model``: see :class:`~crnn_multigpu.ocr.inference.Recognizer`.
     """
 

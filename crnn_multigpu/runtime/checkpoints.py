@@ -12,7 +12,7 @@ module adds what the Saver leaves open:
   existing checkpoint (a damaged one is renamed to ``*.damaged`` first), and
   turns a failed write into one line that keeps the last good checkpoint;
 - a writability check before training, and the lock that lets one trainer at a time use a
-  run folder. (The run's config.json is ``run_config.RunConfig``'s.)
+  run folder. (The run's config.json is ``ocr.run_config.RunConfig``'s.)
 """
 import contextlib
 import errno

@@ -9,7 +9,8 @@ The file is one JSON object. Its keys, by what they are for:
   (fixed, or null when widths vary);
 - how to read it: ``frame_single_bands`` (true: a tight single-band crop is also read framed)
   and ``language`` (how its text is joined and scored);
-- how it was trained: crnn-train's settings (:data:`TRAINING_KEYS`, ``language`` among them)
+- how it was trained: crnn-train's settings (``training_settings.TRAINING_KEYS``, read off
+  :class:`~crnn_multigpu.ocr.training_settings.TrainingSettings`; ``language`` among them)
   and ``parts``, the settings of each part of a run trained in parts (``--resume``);
 - what other tools add (crnn-export's ``exported_from``, ``step``, ``format`` ...): kept as is.
 
@@ -22,13 +23,10 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from crnn_multigpu.files import write_text
+from crnn_multigpu.ocr.training_settings import TRAINING_KEYS
 
 CONFIG_NAME = "config.json"
 
-# crnn-train's settings as config.json records them (flat, beside "model"). A run records the
-# keys of its version: which ones it holds matters (a resume compares only recorded settings).
-TRAINING_KEYS = ("accumulate", "augment", "batch_size", "bucket", "init_from", "language", "lr",
-                 "precision", "reframe", "seed", "steps", "stroke", "sync_bn", "train")
 # The history of a run trained in parts: a list of {"from_step": N, setting: value, ...}.
 PARTS_KEY = "parts"
 
