@@ -28,7 +28,8 @@ import tempfile
 from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
                                       chosen_model_class, console_entry, output_folder,
                                       setup_logging)
-from crnn_multigpu.cli.reading import add_beam_width_argument, resolve_run
+from crnn_multigpu.cli.reading import add_beam_width_argument
+from crnn_multigpu.ocr.reader import resolve_run
 
 
 def build_parser():

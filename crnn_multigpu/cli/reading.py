@@ -1,35 +1,13 @@
-"""What the reading tools (crnn-evaluate, crnn-predict, crnn-export) share: which model reads
-(a shipped model, a run or an ONNX export) and what runs it (TensorFlow or onnxruntime), how
-its frames are decoded (greedy, beam, language model, lexicon), on how many towers, and the
-picture of what it read."""
-import glob
-import os
-
+"""What the reading tools (crnn-evaluate, crnn-predict, crnn-export) share: the options that
+say which model reads (a shipped model, a run or an ONNX export) and what runs it (TensorFlow
+or onnxruntime), how its frames are decoded (greedy, beam, language model, lexicon), on how many
+towers, and the picture of what it read; :func:`chosen_reader` makes the
+:class:`~crnn_multigpu.ocr.reader.Reader` they describe."""
 from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_class,
                                       float_range, int_range, non_negative_int, positive_int)
 from crnn_multigpu.datasets.language import get_language, language_names
-from crnn_multigpu.ocr import char_lm
-from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, SHIPPED, shipped_model
-
-# The widest CTC beam the reading tools take. TensorFlow's beam search keeps every entry of
-# the beam in memory, and its cost grows with the width: measured with the text model on 30
-# held-out lines, widths 10, 100 and 1,000 read them identically (93.3 % right, greedy
-# 86.7 %), 100 in twice the time of greedy, 1,000 in ten times and 3.4 GB; the 1e8 of issue 35
-# grew to 22 GB until the kernel killed it. 1,000 leaves room to try; a wider beam costs
-# more than it could bring.
-MAX_BEAM_WIDTH = 1000
-# --lm-weight W raises the character model's probabilities to the power W in the fused score
-# (char_lm: log p_ctc + W log p_lm + B len). At 1 they count as counted, as much as the
-# image's; above 1 the model is made surer than its own counts, overruling the pixels more
-# and more (the text model on 60 words / 30 lines at the default bonus: 100 / 97 % right at
-# 0.2, 88 / 50 % at 1, 37 / 27 % at 2, 10 / 20 % at 4).
-MAX_LM_WEIGHT = 1.0
-# --lm-bonus B pays B nats for every character read. The search tries only characters with at
-# least 1e-3 of a frame (char_lm._PRUNE), so the image charges at most -log(1e-3) = 6.9 nats
-# for any of them: a larger bonus pays for characters whatever the pixels say, and readings
-# fill with them (30 lines at weight 0.2: 97 % right at bonus 1.5, 63 % at 7, 37 % at 10).
-MAX_LM_BONUS = round(-float(char_lm._PRUNE), 1)
-
+from crnn_multigpu.ocr.reader import MAX_BEAM_WIDTH, MAX_LM_BONUS, MAX_LM_WEIGHT
+from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, SHIPPED
 
 def add_reading_arguments(parser, picture_help):
     """The options every tool that reads images takes: model, engine, decoding, towers,
@@ -109,35 +87,6 @@ def _described(setting):
                      for language in map(get_language, language_names()))
 
 
-def language_model_decoder(args, reader):
-    """The CharLmDecoder the language-model flags give ``reader`` (a TextReader: its charset
-    and language), or None: --char-lm, --no-char-lm, else the language's default unless
-    --beam-width asks for TensorFlow's beam search (whose reading the character model's
-    search would replace)."""
-    enabled = args.char_lm
-    if enabled is None and getattr(args, "beam_width", 0) > 1:
-        enabled = False
-    return char_lm.reading_decoder(reader.language, reader.charset, enabled, args.lm_weight,
-                                   args.lm_bonus)
-
-
-def lexicon_words(args):
-    """The words of --lexicon, or None; read before the model loads so a bad file fails fast."""
-    if args.lexicon is None:
-        return None
-    from crnn_multigpu.ocr.lexicon import read_lexicon
-    return read_lexicon(args.lexicon)
-
-
-def lexicon_decoder(args, words, charset):
-    """The LexiconDecoder of the lexicon flags for a model's charset, or None without words."""
-    if words is None:
-        return None
-    from crnn_multigpu.ocr.lexicon import LexiconDecoder
-    return LexiconDecoder(words, charset, delta=args.lexicon_delta, search=args.lexicon_search,
-                          name="lexicon %s" % args.lexicon)
-
-
 def add_model_arguments(parser):
     """--checkpoint, --model and --model-class: which model reads."""
     parser.add_argument("--checkpoint",
@@ -152,72 +101,20 @@ def add_model_arguments(parser):
     add_model_class_argument(parser)
 
 
-def chosen_run(args, default=DEFAULT_MODEL):
-    """``(run_dir, checkpoint prefix or None)`` of --checkpoint, or --model (else ``default``);
-    with ``--engine onnx`` ``(the ONNX file, None)``."""
-    from crnn_multigpu.ocr.onnx_reader import is_onnx_export, onnx_file
+def chosen_reader(args):
+    """The :class:`~crnn_multigpu.ocr.reader.Reader` the reading options describe: --checkpoint
+    (a path) or --model (else the text model), run by --engine on --towers, read as
+    --beam-width, --char-lm and --lexicon say."""
+    from pathlib import Path
+    from crnn_multigpu.ocr.reader import Reader
     if args.checkpoint is not None and args.model is not None:
         raise ValueError("give --checkpoint or --model, not both: --model names a shipped "
                          "model, used when there is no --checkpoint")
-    if args.engine == "onnx":
-        if args.checkpoint is None:
-            raise ValueError("--engine onnx reads an ONNX export: give --checkpoint with the "
-                             "model.onnx (or its folder) that crnn-export --format onnx wrote")
-        if args.towers > 1:
-            raise ValueError("--towers splits batches over TensorFlow devices; --engine onnx "
-                             "runs one onnxruntime session on all cores: drop --towers")
-        return onnx_file(args.checkpoint), None
-    if args.checkpoint is not None and is_onnx_export(args.checkpoint):
-        raise ValueError("--checkpoint %s is an ONNX export: read it with --engine onnx"
-                         % args.checkpoint)
-    if args.checkpoint is None:
-        return resolve_run(None, args.model or default)
-    return resolve_run(args.checkpoint)
-
-
-def resolve_run(path, model=DEFAULT_MODEL, flag="--checkpoint"):
-    """Accept a run directory or a checkpoint prefix inside its checkpoints/ folder.
-
-    ``None`` means the shipped model called ``model`` (the text model unless told otherwise);
-    ``flag`` is the option the path came from, for the error messages.
-    """
-    if path is None:
-        shipped = shipped_model(model)
-        if os.path.isfile(os.path.join(shipped, "config.json")):
-            return shipped, None
-        raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
-                                "%s (it has no config.json); pass the --out folder of crnn-train "
-                                "as --checkpoint (e.g. runs/lines/run after make train-lines)"
-                                % shipped)
-    if os.path.isdir(path):
-        return path, None
-    if os.path.isfile(path):
-        raise FileNotFoundError("%s %s is a file; pass the run directory that holds it "
-                                "(%s), or a checkpoint prefix without its extension (e.g. "
-                                "RUN/checkpoints/model.ckpt-1000)"
-                                % (flag, path, os.path.dirname(os.path.abspath(path))))
-    if not glob.glob(glob.escape(path) + ".*"):
-        raise FileNotFoundError("%s %s does not exist: pass the --out directory of "
-                                "crnn-train (or a checkpoint prefix inside its checkpoints/)"
-                                % (flag, os.path.abspath(path)))
-    folder = os.path.dirname(path)
-    run_dir = os.path.dirname(folder) if os.path.basename(folder) == "checkpoints" else folder
-    return run_dir, path
-
-
-def chosen_recognizer(args, run, words):
-    """The reader the reading options describe: ``run`` (``chosen_run``'s answer) run by
-    --engine (TensorFlow's Recognizer on --towers, or an OnnxRecognizer), read as --beam-width,
-    --char-lm and --lexicon say (``words``: ``lexicon_words``'s answer, read before the model
-    loads)."""
-    run_dir, checkpoint = run
-    if args.engine == "onnx":
-        from crnn_multigpu.ocr.onnx_reader import OnnxRecognizer
-        recognizer = OnnxRecognizer(run_dir, beam_width=args.beam_width)
-    else:
-        from crnn_multigpu.ocr.inference import Recognizer
-        recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
-                                towers=args.towers, model_cls=chosen_model_class(args))
-    recognizer.language_model = language_model_decoder(args, recognizer)
-    recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
-    return recognizer
+    if args.engine == "onnx" and args.checkpoint is None:
+        raise ValueError("--engine onnx reads an ONNX export: give --checkpoint with the "
+                         "model.onnx (or its folder) that crnn-export --format onnx wrote")
+    model = Path(args.checkpoint) if args.checkpoint is not None else args.model or DEFAULT_MODEL
+    return Reader(model, engine=args.engine, beam_width=args.beam_width, char_lm=args.char_lm,
+                  lm_weight=args.lm_weight, lm_bonus=args.lm_bonus, lexicon=args.lexicon,
+                  lexicon_delta=args.lexicon_delta, lexicon_search=args.lexicon_search,
+                  towers=args.towers, model_class=chosen_model_class(args))

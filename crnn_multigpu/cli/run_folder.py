@@ -4,7 +4,7 @@ checkpoint ``--init-from`` starts from."""
 import json
 import os
 
-from crnn_multigpu.cli.reading import resolve_run
+from crnn_multigpu.ocr.reader import resolve_run
 from crnn_multigpu.ocr import model_class
 from crnn_multigpu.runtime.checkpoints import (checkpoint_step, ensure_writable,
                                                latest_checkpoint, require_checkpoint)

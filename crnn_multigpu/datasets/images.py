@@ -16,6 +16,8 @@ on synthetic PNGs sees real photos, scans and LMDB crops the same way:
 """
 import io
 import os
+import re
+import warnings
 
 import numpy as np
 from PIL import Image
@@ -25,10 +27,17 @@ _EIGHT_BIT_MODES = ("L", "P", "RGB", "RGBA", "LA", "1", "CMYK", "YCbCr", "RGBX",
 # Below this spread (in [0, 1] units) an image is flat: stretching would only
 # amplify noise or quantisation steps.
 _MIN_CONTRAST = 2.0 / 255.0
-# Pillow refuses images of more than twice Image.MAX_IMAGE_PIXELS (89.5 M by default) as
-# decompression bombs: a 90 KB PNG can declare 20000 x 20000 pixels. Raise it for real
-# large scans with this environment variable.
+# A file whose header declares more than Image.MAX_IMAGE_PIXELS (89.5 M by default: a 600 dpi
+# page of 37 x 50 cm) is refused before it is decoded: a 90 KB PNG can declare 20000 x 20000
+# pixels, a decompression bomb. Raise the limit for real large scans with this variable.
 MAX_PIXELS_ENV = "CRNN_MAX_IMAGE_PIXELS"
+# EXIF's Orientation tag: how a camera's stored pixels must be turned to show what it saw, and
+# the transposition that shows them so for each of its values (the EXIF standard's table).
+EXIF_ORIENTATION = 0x0112
+_TRANSPOSE = getattr(Image, "Transpose", Image)
+EXIF_TURNS = {2: _TRANSPOSE.FLIP_LEFT_RIGHT, 3: _TRANSPOSE.ROTATE_180,
+              4: _TRANSPOSE.FLIP_TOP_BOTTOM, 5: _TRANSPOSE.TRANSPOSE, 6: _TRANSPOSE.ROTATE_270,
+              7: _TRANSPOSE.TRANSVERSE, 8: _TRANSPOSE.ROTATE_90}
 # Errors Pillow raises for files it cannot read. DecompressionBombError is neither an
 # OSError nor a ValueError; UnidentifiedImageError and truncation are OSErrors, and some
 # plugins raise SyntaxError/ValueError/EOFError on garbage headers.
@@ -56,23 +65,74 @@ def _describe(source):
     return str(source)
 
 
-def open_image(source):
-    """Return a fully decoded PIL image, or raise ValueError naming the source and the reason."""
+class UnreadableImage(ValueError):
+    """An image that cannot be read: ``cannot read image NAME: REASON``; ``name`` and ``reason``
+    apart, for a tool that names the file once (``skipped: NAME: REASON``)."""
+
+    def __init__(self, name, reason):
+        super(UnreadableImage, self).__init__("cannot read image %s: %s" % (name, reason))
+        self.name, self.reason = name, reason
+
+
+def open_image(source, frame=0):
+    """A fully decoded PIL image as a viewer shows it: frame ``frame`` (from 0) of a file of
+    several (a multi-page TIFF), turned by its EXIF orientation (a phone's photo). Raises
+    :class:`UnreadableImage` (a ValueError) naming the source and the reason; a file that
+    declares more than ``Image.MAX_IMAGE_PIXELS`` pixels is refused from its header, before
+    anything is decoded (Pillow's own warning is not shown: this refusal says it)."""
+    name = _describe(source)
     try:
-        if isinstance(source, Image.Image):
-            image = source
-        elif isinstance(source, (bytes, bytearray, memoryview)):
-            image = Image.open(io.BytesIO(bytes(source)))
-        else:
-            image = Image.open(os.fspath(source))
-        # Image.open only parses the header; truncated pixel data surfaces here.
-        image.load()
-        return image
-    except Image.DecompressionBombError as error:
-        raise ValueError("cannot read image %s: %s; if the image is genuine, raise the limit "
-                         "with $%s=PIXELS" % (_describe(source), error, MAX_PIXELS_ENV))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            if isinstance(source, Image.Image):
+                image = source
+            elif isinstance(source, (bytes, bytearray, memoryview)):
+                image = Image.open(io.BytesIO(bytes(source)))
+            else:
+                image = Image.open(os.fspath(source))
+            if frame:
+                image.seek(frame)
+            if not isinstance(source, Image.Image):  # a decoded image has spent its memory
+                _require_size_within_limit(image, name)
+            # Read before the pixels: loading may close the file a TIFF's tags are read from.
+            orientation = image.getexif().get(EXIF_ORIENTATION)
+            # Image.open only parses the header; truncated pixel data surfaces here.
+            image.load()
+        return upright(image, orientation)
+    except Image.DecompressionBombError as error:  # Pillow's own refusal, past twice the limit
+        declared = re.search(r"\((\d+) pixels\)", str(error))
+        raise UnreadableImage(name, _too_many(declared.group(1) + " pixels" if declared
+                                              else "too many pixels"))
     except UNREADABLE as error:
-        raise ValueError("cannot read image %s: %s" % (_describe(source), error))
+        if isinstance(error, UnreadableImage):
+            raise
+        raise UnreadableImage(name, error)
+
+
+def _require_size_within_limit(image, name):
+    """Refuse an image whose header declares more pixels than ``Image.MAX_IMAGE_PIXELS``."""
+    limit = Image.MAX_IMAGE_PIXELS
+    if limit and image.width * image.height > limit:
+        raise UnreadableImage(name, _too_many("%d x %d pixels" % image.size))
+
+
+def _too_many(declared):
+    """The reason an image that declares ``declared`` pixels is refused."""
+    return ("it declares %s, more than the limit of %d (a decompression bomb, or a very large "
+            "scan); if the image is genuine, raise the limit with $%s=PIXELS"
+            % (declared, Image.MAX_IMAGE_PIXELS, MAX_PIXELS_ENV))
+
+
+def upright(image, orientation):
+    """``image`` turned as its EXIF ``orientation`` (1-8, or None) says, as a viewer shows it,
+    or itself when it needs no turn: the boxes of a page read from it are in what the user
+    sees. The result carries no orientation (it is not turned twice)."""
+    method = EXIF_TURNS.get(orientation)
+    if method is None:
+        return image
+    turned = image.transpose(method)
+    turned.info.pop("exif", None)
+    return turned
 
 
 def _flatten_alpha(luminance, alpha):
@@ -180,7 +240,7 @@ def load_image(source, height=32, degrade=None):
     """
     image = open_image(source)
     if 0 in image.size:
-        raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
+        raise UnreadableImage(_describe(source), "it has no pixels")
     _require_finite(image, source)
     if degrade is not None:
         image = degrade(_luminance(image))
@@ -204,9 +264,9 @@ def grey_page(source):
     """
     image = open_image(source)
     if min(image.size) < MIN_PAGE_SIDE:
-        raise ValueError("cannot read image %s as a page: it is %d x %d pixels, too small "
-                         "for a page (at least %d x %d); pass the scan of a page"
-                         % ((_describe(source),) + image.size + (MIN_PAGE_SIDE,) * 2))
+        raise UnreadableImage(_describe(source), "it is %d x %d pixels, too small for a page "
+                              "(at least %d x %d); pass the scan of a page"
+                              % (image.size + (MIN_PAGE_SIDE,) * 2))
     _require_finite(image, source)
     return _luminance(image)
 
@@ -216,8 +276,8 @@ def _require_finite(image, source):
     if image.mode.startswith("I") or image.mode == "F":
         finite = np.isfinite(np.asarray(image, dtype=np.float32))
         if not finite.all():
-            raise ValueError("cannot read image %s: %d of its pixels are NaN or infinite"
-                             % (_describe(source), int(finite.size - finite.sum())))
+            raise UnreadableImage(_describe(source), "%d of its pixels are NaN or infinite"
+                                  % int(finite.size - finite.sum()))
 
 
 def fit_width(pixels, width):
