@@ -4,7 +4,7 @@ Public names: ``MultiGpuModel`` (the tower wrapper), its placement strategies
 (``ParameterServer``, ``SpreadParameterServer``, ``Replicated``), ``CRNN``, ``Charset`` and the device helpers. They are imported on first use, so tools that need no TensorFlow
 (``crnn-generate``) start without loading it.
 """
-import importlib
+from crnn_multigpu.lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -24,13 +24,4 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name):
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(_PUBLIC[name]), name)
-    raise AttributeError("module 'crnn_multigpu' has no attribute %r" % name)
-
-
-def __dir__():
-    return __all__ + ["__version__"]
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC, extra=["__version__"])

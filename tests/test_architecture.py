@@ -10,10 +10,11 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # never one above (imports inside functions included), so the imports run one way: the wrapper a
 # user imports stands on its own, and ocr/ (the product) builds on datasets/ (charsets, images,
 # fonts), never the other way. The ground floor is the top-level modules: compat (the one
-# TensorFlow import), files (files written whole), legacy_keras and tflog (compat's helpers).
+# TensorFlow import), files (files written whole), lazy (names imported on first use),
+# legacy_keras and tflog (compat's helpers).
 # __init__ names the public classes of every floor (imported on first use), so it is the top.
 FLOORS = [
-    {"compat", "files", "legacy_keras", "tflog"},
+    {"compat", "files", "lazy", "legacy_keras", "tflog"},
     {"wrapper"},
     {"runtime"},
     {"datasets"},

@@ -7,7 +7,7 @@ gives a :class:`Document` (``ocr.document``). They are imported on first use, so
 ``from crnn_multigpu import ocr`` loads no TensorFlow; a reader with ``engine="tf"`` loads it
 when it opens its model.
 """
-import importlib
+from crnn_multigpu.lazy import lazy_names
 
 _PUBLIC = {
     "Reader": "crnn_multigpu.ocr.reader",
@@ -15,13 +15,4 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name):
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(_PUBLIC[name]), name)
-    raise AttributeError("module 'crnn_multigpu.ocr' has no attribute %r" % name)
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC)
