@@ -16,6 +16,7 @@ from crnn_multigpu.ocr.page import ink_mask
 from crnn_multigpu.ocr.page_reader import (ACROSS, ALL_TURNS, CLEAR_MODEL, DOWN, SAMPLE_LINES,
                                            PageReader, UnknownOrientation, clearest_turn,
                                            layout_turns)
+from crnn_multigpu.ocr.reader import Reader
 from test_page import DEJAVU, render_page
 
 TURNS = (0, 90, 180, 270)
@@ -93,19 +94,19 @@ def test_turned_pages_are_read_with_one_note_each_naming_the_file(tmp_path, caps
                                                       "by 90 degrees clockwise"])]
 
 
-def test_a_page_the_model_cannot_tell_the_way_up_of_is_refused_in_one_line(tmp_path, capsys,
-                                                                         monkeypatch):
+def test_a_page_the_model_cannot_tell_the_way_up_of_is_skipped_in_one_line(tmp_path, capsys,
+                                                                          monkeypatch):
     path = str(tmp_path / "page.png")
     text_page(["Upside down or not, the model", "reads this page about as surely",
                "either way: it cannot tell."]).save(path)
-    monkeypatch.setattr(predict, "chosen_recognizer", lambda *args: CountingReader())
+    monkeypatch.setattr(predict, "chosen_reader", lambda args: Reader.around(CountingReader()))
     # As found 10 % less sure than upside down: best upside down, but not clearly.
     monkeypatch.setattr(page_reader, "sample_losses", lambda *args, **kwargs: (0.022, 0.020))
-    assert predict.main(["--page", path]) == 2
+    assert predict.main(["--page", "--format", "hocr", path]) == 1
     captured = capsys.readouterr()
-    assert captured.out == ""
+    assert captured.out.endswith(" <body>\n </body>\n</html>\n")   # a whole, empty document
     assert captured.err.splitlines() == [
-        "error: page %s: cannot tell which way up it is (its lines read hardly better turned "
+        "skipped: %s: cannot tell which way up it is (its lines read hardly better turned "
         "by 180 degrees than by 0): turn it so that its lines run left to right, right way up, "
         "and pass it again (a page in a script the model does not read reads as badly every "
         "way)" % path]

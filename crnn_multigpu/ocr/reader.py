@@ -109,6 +109,16 @@ class Reader(object):
                                                   lexicon_delta, lexicon_search)
         self._page_reader = None
 
+    @classmethod
+    def around(cls, recognizer):
+        """A reader of an opened ``recognizer`` (a
+        :class:`~crnn_multigpu.ocr.text_reader.TextReader`, its decoders as set on it): the
+        crops, pages and documents of a model built another way read as this class reads
+        them."""
+        reader = cls.__new__(cls)
+        reader.recognizer, reader._page_reader = recognizer, None
+        return reader
+
     @property
     def language(self):
         """The :class:`~crnn_multigpu.datasets.language.Language` of the model."""
