@@ -111,6 +111,23 @@ compare-zh: $(VENV2)/.installed $(VENVR)/.installed
 	scripts/install_system_packages.sh --compare
 	$(VENV2)/bin/python scripts/compare_chinese.py --checkpoint $(ZH_MODEL) $(ZH_COMPARE_ARGS)
 
+# Reading without TensorFlow (issue 53): the wheel built from this checkout, installed with its
+# onnx extra into a venv of its own (.venv-onnx: onnxruntime, numpy, Pillow, editdistance; no
+# TensorFlow), reads crops, lines, pages and PDFs with the shipped models' ONNX files exactly as
+# TensorFlow reads their checkpoints in .venv (tests/test_shipped_onnx.py, CRNN_NO_TF_PYTHON).
+# The package is rebuilt and reinstalled on every run; its dependencies are installed once.
+VENVO := .venv-onnx
+.PHONY: test-no-tf
+test-no-tf: $(VENV2)/.installed test-packages
+	rm -rf build $(VENVO)/wheel
+	$(VENV2)/bin/pip wheel -q --no-deps -w $(VENVO)/wheel .
+	rm -rf build crnn_multigpu.egg-info  # the build's leftovers: an egg-info in the checkout passes for an install
+	test -x $(VENVO)/bin/python || $(PYTHON3) -m venv $(VENVO)
+	$(VENVO)/bin/pip install -q "$$(ls $(VENVO)/wheel/crnn_multigpu-*.whl)[onnx]"
+	$(VENVO)/bin/pip install -q --force-reinstall --no-deps $(VENVO)/wheel/crnn_multigpu-*.whl
+	CRNN_NO_TF_PYTHON=$(CURDIR)/$(VENVO)/bin/python $(VENV2)/bin/python -m pytest $(PYTEST_ARGS) \
+		tests/test_shipped_onnx.py -k without_tensorflow
+
 # Reading speed beside the peers (scripts/benchmark_reading.py): pages/s of this project on
 # TensorFlow and on ONNX Runtime, Tesseract 5 and PP-OCRv4 on the same pages, read in turn;
 # figures count only from an idle machine. READING_ARGS: e.g. --language zh, --pages 2 (a smoke
@@ -141,7 +158,7 @@ benchmark-peers: $(VENV2)/.installed $(VENV1)/.installed $(VENVT)/.installed
 	$(VENV2)/bin/python scripts/peer_benchmark.py $(PEER_ARGS)
 
 clean:
-	rm -rf $(VENV2) $(VENV1) $(VENVH) $(VENVT) $(VENVR) runs *.egg-info
+	rm -rf $(VENV2) $(VENV1) $(VENVH) $(VENVT) $(VENVR) $(VENVO) runs *.egg-info
 
 # Opt-in: Horovod across processes (TF 1.15 / Python 3.7 only; Horovod 0.28.1 does not build
 # against TF 2.x). Not part of `make test`; builds Horovod from source (needs cmake and g++).

@@ -4,7 +4,8 @@
 # packages, scripts/install_fontsource.sh), a word list, and poppler for the real-document
 # check. Root installs them with apt-get; anyone else is told what to install.
 # Usage: scripts/install_system_packages.sh [--minimal | --compare | --chinese | --latin]
-#   --minimal: what the tests need (one Chinese face among them: WenQuanYi Micro Hei)
+#   --minimal: what the tests need (one Chinese face among them: WenQuanYi Micro Hei; qpdf
+#              checks the searchable PDFs written)
 #   --chinese: what the Chinese text model trains on: Chinese faces (not the reserved AR PL;
 #              six @fontsource families among them, install_fontsource.sh --chinese), the texts
 #              of debian-reference-zh-cn and texlive-lang-chinese's PDFs (poppler-data lets
@@ -16,7 +17,7 @@
 #              and its English model, the reserved type families and the reserved PDFs
 #              (never trained on: crnn-generate leaves reserved families out)
 set -euo pipefail
-MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils
+MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils qpdf
 fonts-wqy-microhei"
 CHINESE="fonts-noto-cjk fonts-noto-cjk-extra fonts-wqy-zenhei fonts-wqy-microhei fonts-droid-fallback
 fonts-lxgw-wenkai fonts-smiley-sans fonts-hanazono fonts-babelstone-han fonts-cns11643-kai

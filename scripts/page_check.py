@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
 from crnn_multigpu.datasets.pdf import PageSelection, page_count, render_page  # noqa: E402
 from crnn_multigpu.ocr.page import draw_lines, line_crops, page_text  # noqa: E402
-from pdf_words import RESERVED_PDFS  # noqa: E402
+from crnn_multigpu.datasets.text_sources import is_reserved_document  # noqa: E402
 
 LINE_RE = re.compile(r'<line xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" '
                      r'yMax="([-\d.]+)">(.*?)</line>', re.S)
@@ -170,7 +170,7 @@ def main(argv=None):
     parser.add_argument("--errors", action="store_true",
                         help="with --checkpoint: print each misread row, read vs truth")
     args = parser.parse_args(argv)
-    if os.path.basename(args.pdf) in RESERVED_PDFS:
+    if is_reserved_document(args.pdf):
         sys.exit("error: %s is reserved for the project's independent checks; use another PDF"
                  % os.path.basename(args.pdf))
     recognizer = None

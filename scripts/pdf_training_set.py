@@ -16,7 +16,7 @@ charset writes all of them. Words (``pdf_words.find_words``: 1-20 letters and di
 cropped with the margins of the word checks, at most ``--words-per-page`` a page.
 
 Kept out, so a figure measured on them stays independent: the PDFs the project reserves
-(``pdf_words.RESERVED_PDFS``), the PDFs of the page and word checks (``CHECK_PACKAGES``:
+(``text_sources.is_reserved_document``), the PDFs of the page and word checks (``CHECK_PACKAGES``:
 simh, d-itg, camlidl, gutenprint), and every PDF with a font that is not embedded (poppler
 would substitute a system face) or whose name is a reserved family or a PostScript base-35
 name (such a font may be URW's clone: Times, Helvetica, Courier, ...). Needs poppler-utils.
@@ -38,7 +38,8 @@ from crnn_multigpu.datasets.fonts import is_reserved  # noqa: E402
 from crnn_multigpu.datasets.language import get_language, language_names  # noqa: E402
 from crnn_multigpu.datasets.pdf import page_count as pdf_pages  # noqa: E402
 from page_check import labelled_rows, truth_rows  # noqa: E402
-from pdf_words import RESERVED_PDFS, drawn, fail, find_words, or_fail, word_crop  # noqa: E402
+from crnn_multigpu.datasets.text_sources import is_reserved_document  # noqa: E402
+from pdf_words import drawn, fail, find_words, or_fail, word_crop  # noqa: E402
 
 CHECK_PACKAGES = ("/simh/", "/d-itg/", "/camlidl/", "/gutenprint-doc/")
 # PostScript base-35 names (subset prefix dropped, lower case): such a font may be URW's clone,
@@ -70,7 +71,7 @@ def fonts_ok(pdf):
 
 def refusal(pdf):
     """Why ``pdf`` may not be trained on, or None."""
-    if os.path.basename(pdf) in RESERVED_PDFS:
+    if is_reserved_document(pdf):
         return "reserved"
     if any(package in pdf for package in CHECK_PACKAGES):
         return "check PDF"

@@ -20,7 +20,7 @@ plus ``sources.tsv`` (image, PDF, page, box in points) for tracing a sample back
 an error naming the Debian package to install. The fonts of the listed PDFs
 (their ``pdffonts`` summaries are comments in the list) may overlap with
 training fonts (Computer Modern is trained on). The PDFs the project reserves
-for its independent checks (``RESERVED_PDFS``; scripts/compare_tesseract.py
+for its independent checks (``text_sources.is_reserved_document``; scripts/compare_tesseract.py
 reads them) are refused. Needs poppler-utils.
 """
 import argparse
@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crnn_multigpu.datasets.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets import write_labels  # noqa: E402
 from crnn_multigpu.datasets.pdf import poppler, render_page  # noqa: E402
-from crnn_multigpu.datasets.text_sources import RESERVED_PDFS  # noqa: E402,F401  (scripts import it from here)
+from crnn_multigpu.datasets.text_sources import is_reserved_document  # noqa: E402
 
 WORD_RE = re.compile(r"[0-9A-Za-z]{1,20}")
 TOKEN_RE = re.compile(r'<page width="([\d.]+)" height="([\d.]+)">|'
@@ -153,7 +153,7 @@ def main(argv=None):
             fail("%s not found; install poppler: apt-get install poppler-utils" % tool)
     candidates, total_pages, total_found = [], 0, 0
     for pdf in pdfs:
-        if os.path.basename(pdf) in RESERVED_PDFS:
+        if is_reserved_document(pdf):
             fail("%s is reserved for the project's independent checks; use another PDF" % pdf)
         if not os.path.isfile(pdf):
             fail("cannot read PDF %s: no such file" % pdf)

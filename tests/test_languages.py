@@ -243,3 +243,25 @@ def test_a_tiny_chinese_model_trains_and_reads(microhei_dir, tmp_path, capsys):
     assert run_tool(predict, ["--checkpoint", out] + paths) == 0
     read = [line.split("\t")[1] for line in capsys.readouterr().out.strip().splitlines()]
     assert sum(text == truth for text, (_, truth) in zip(read, labels[:8])) >= 6, read
+
+
+def test_reserved_documents_are_never_training_text(tmp_path):
+    from crnn_multigpu.datasets.text_sources import expand, is_reserved_document
+    for path in ("/usr/share/doc/texlive-doc/latex/lshort-german/l2kurz.pdf",
+                 "/usr/share/doc/texlive-doc/latex/lshort-finnish/lyhyt2e.pdf",
+                 "/usr/share/doc/texlive-doc/latex/lshort-slovak/lshort-sk.pdf",
+                 "/usr/share/doc/texlive-doc/latex/it-lshort.pdf",
+                 "/usr/share/doc/python-reportlab-doc/reportlab-reference.pdf",
+                 "/usr/share/doc/debian-faq-de/debian-faq.de.html/index.html",
+                 "/usr/share/doc/installation-guide-amd64/fr/ch01.html",
+                 "/usr/share/man/zh_CN/man1/ls.1.gz"):
+        assert is_reserved_document(path), path
+    for path in ("/usr/share/doc/texlive-doc/latex/babel-german/ngerman.pdf",
+                 "/usr/share/doc/debian-reference-de/index.de.html",
+                 "/usr/share/man/de/man1/ls.1.gz"):
+        assert not is_reserved_document(path), path
+    kept, reserved = tmp_path / "guide" / "a.txt", tmp_path / "lshort-french" / "b.txt"
+    for path in (kept, reserved):
+        path.parent.mkdir()
+        path.write_text(u"text")
+    assert expand([str(tmp_path / "*" / "*.txt")]) == [str(kept)]

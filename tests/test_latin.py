@@ -198,3 +198,11 @@ def test_a_tiny_model_of_accented_letters_trains_and_reads(tmp_path):
     assert code == 0, err
     texts = [line.split("\t")[1] for line in read.strip().splitlines()]
     assert sum(text == truth for text, (_, truth) in zip(texts, labels[:8])) >= 6, texts
+
+
+def test_gettext_messages_lose_menu_mnemonics_but_not_identifiers():
+    from crnn_multigpu.datasets.text_sources import without_mnemonic
+    assert [without_mnemonic(m) for m in (u"Mạ_ng", u"_Öffnen", u"Enregistrer &sous")] == \
+        [u"Mạng", u"Öffnen", u"Enregistrer sous"]
+    for kept in (u"LC_ALL", u"--no_check", u"x_1", u"Tom & Jerry", u"a_b c_d"):
+        assert without_mnemonic(kept) == kept

@@ -5,14 +5,13 @@ tests draw, a line and a page with the same text, greedy and beam, as TensorFlow
 """
 import json
 import os
-import subprocess
+import shutil
 import sys
 
 import numpy as np
 import pytest
 
 from assertions import one_error_line
-from waiting import HANG_GUARD
 from crnn_multigpu.cli import evaluate, export, predict
 from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.compat import tf
@@ -20,9 +19,7 @@ from crnn_multigpu.datasets import load_image
 from crnn_multigpu.ocr.inference import Recognizer
 from crnn_multigpu.ocr.onnx_reader import OnnxRecognizer
 from test_shipped_model import FACES, WORDS, draw_word
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
+from without_tensorflow import predict_without_tensorflow
 
 def cli(main, argv, capsys):
     """``(exit code, stdout, stderr)`` of a tool run in this process, in a graph of its own."""
@@ -86,25 +83,6 @@ def test_onnxruntime_reads_the_shipped_models_crops_as_tensorflow(exported, crop
     assert sum(text == truth for text, truth in zip(got, truths)) >= 0.9 * len(truths)
 
 
-# crnn-predict run with TensorFlow's import made to fail (a None in sys.modules: ``import
-# tensorflow`` raises ImportError), once for each argument list of argv[1] (JSON); its outputs
-# as a JSON list of [exit code, stdout, stderr], with the names of the tensorflow modules loaded.
-WITHOUT_TENSORFLOW = """
-import contextlib, io, json, sys
-sys.modules["tensorflow"] = None
-from crnn_multigpu.cli import predict
-results = []
-for argv in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = predict.main(argv)
-    results.append([code, out.getvalue(), err.getvalue()])
-loaded = sorted(name for name, module in sys.modules.items()
-                if name.split(".")[0] == "tensorflow" and module is not None)
-print(json.dumps({"results": results, "tensorflow": loaded}))
-"""
-
-
 def test_predict_engine_onnx_reads_a_word_a_line_and_a_page_as_tensorflow_without_it(
         exported, tmp_path, capsys):
     """crnn-predict --engine onnx reads as the TF path does, and imports no TensorFlow on its
@@ -117,15 +95,9 @@ def test_predict_engine_onnx_reads_a_word_a_line_and_a_page_as_tensorflow_withou
     onnx_file = os.path.join(exported, "model.onnx")
     cases = (([word, "--beam-width", "10"], exported), ([line, "--lines"], onnx_file),
              ([page, "--page"], exported))
-    done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_TENSORFLOW, json.dumps(
-            [images + ["--engine", "onnx", "--checkpoint", path] for images, path in cases])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, cwd=REPO,
-        env=dict(os.environ, PYTHONPATH=REPO), timeout=HANG_GUARD)
-    assert done.returncode == 0, done.stderr
-    without = json.loads(done.stdout)
-    assert without["tensorflow"] == []
-    for (images, _), (code, out, err) in zip(cases, without["results"]):
+    without, _ = predict_without_tensorflow(
+        [images + ["--engine", "onnx", "--checkpoint", path] for images, path in cases], tmp_path)
+    for (images, _), (code, out, err) in zip(cases, without):
         assert code == 0 and "Traceback" not in err, err
         want = cli(predict.main, images, capsys)
         assert want[0] == 0 and out == want[1] and out.strip(), (out, want)
@@ -144,18 +116,20 @@ def test_evaluate_engine_onnx_scores_as_tensorflow(exported, tiny_dataset, capsy
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--engine", "onnx"], "--engine onnx reads an ONNX export: give --checkpoint"),
-    (["--engine", "onnx", "--model", "text"], "--engine onnx reads an ONNX export: give"),
-    (["--engine", "onnx", "--checkpoint", shipped_model("text")], "no model.onnx in"),
+    (["--engine", "onnx", "--checkpoint", "RUN"], "no model.onnx in"),
     (["--engine", "onnx", "--checkpoint", "missing.onnx"], "missing.onnx does not exist"),
     (["--engine", "onnx", "--checkpoint", "EXPORT", "--towers", "2"], "drop --towers"),
+    (["--engine", "onnx", "--model", "zh", "--towers", "2"], "drop --towers"),
     (["--checkpoint", "EXPORT"], "is an ONNX export: read it with --engine onnx"),
+    (["--checkpoint", "EXPORT/model.onnx"], "is an ONNX export: read it with --engine onnx"),
 ])
 def test_reading_options_that_cannot_work_are_refused(exported, tmp_path, capsys, argv,
                                                       message):
-    word = str(tmp_path / "word.png")
+    word, run = str(tmp_path / "word.png"), str(tmp_path / "run")
     draw_word("exit", FACES[0]).save(word)
-    argv = [exported if arg == "EXPORT" else arg for arg in argv]
+    # A run folder without an ONNX export of its own (the shipped ones have one).
+    shutil.copytree(shipped_model("text"), run, ignore=shutil.ignore_patterns("model.onnx"))
+    argv = [arg.replace("EXPORT", exported).replace("RUN", run) for arg in argv]
     code, out, err = cli(predict.main, argv + [word], capsys)
     assert message in one_error_line(code, err) and not out
 
@@ -195,7 +169,8 @@ def test_without_the_extra_one_line_says_how_to_install_it(module, exported, tmp
                                          "onnx", "--out", out], capsys)
         assert not os.path.exists(out) and os.listdir(str(tmp_path)) == ["word.png"]
     line = one_error_line(code, err)
-    assert module in line and "pip install crnn_multigpu[onnx]" in line
+    extra = "onnx" if module == "onnxruntime" else "onnx-export"  # reading; exporting
+    assert module in line and "pip install crnn_multigpu[%s]" % extra in line
 
 
 def test_an_export_that_would_read_otherwise_is_not_written(exported, tmp_path):

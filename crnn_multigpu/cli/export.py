@@ -12,7 +12,7 @@ ids, -1 padded) and ``log_prob``. The charset is written beside it as
 model class's code.
 
 ``--format onnx`` writes ``model.onnx``: the model from images to its per-frame
-log-probabilities, converted by tf2onnx (``pip install crnn_multigpu[onnx]``), with its
+log-probabilities, converted by tf2onnx (``pip install crnn_multigpu[onnx-export]``), with its
 config in the file's metadata and config.json and charset.txt beside it; the CTC decoding
 is left to the reader (``crnn-predict --engine onnx``; see crnn_multigpu.ocr.onnx_reader).
 
@@ -160,9 +160,9 @@ def main_body(argv=None):
     setup_logging(args.verbose)
     from crnn_multigpu.ocr.inference import Recognizer
     if args.format == "onnx":  # before the model loads: a missing extra fails at once
-        from crnn_multigpu.ocr.onnx_reader import import_extra
+        from crnn_multigpu.ocr.onnx_reader import EXPORT_EXTRA, import_extra
         for name in ("tf2onnx", "onnx", "onnxruntime"):
-            import_extra(name, "crnn-export --format onnx")
+            import_extra(name, "crnn-export --format onnx", EXPORT_EXTRA)
     run_dir, checkpoint = resolve_run(args.checkpoint)
     staging = _staging_dir(args.out)
     try:

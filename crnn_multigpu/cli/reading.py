@@ -7,15 +7,16 @@ from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_cla
                                       float_range, int_range, non_negative_int, positive_int)
 from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.ocr.reader import MAX_BEAM_WIDTH, MAX_LM_BONUS, MAX_LM_WEIGHT
-from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, SHIPPED
+from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED
 
 def add_reading_arguments(parser, picture_help):
     """The options every tool that reads images takes: model, engine, decoding, towers,
     picture."""
     add_model_arguments(parser)
-    parser.add_argument("--engine", choices=("tf", "onnx"), default="tf",
+    parser.add_argument("--engine", choices=ENGINES, default="tf",
                         help="what runs the model: tf (TensorFlow, the default) or onnx "
-                             "(onnxruntime reads the model.onnx, or its folder, that crnn-export "
+                             "(onnxruntime, no TensorFlow needed: reads the shipped model's "
+                             "model.onnx, or the model.onnx, or its folder, that crnn-export "
                              "--format onnx wrote, given as --checkpoint; pip install "
                              "crnn_multigpu[onnx])")
     add_beam_width_argument(parser)
@@ -110,9 +111,6 @@ def chosen_reader(args):
     if args.checkpoint is not None and args.model is not None:
         raise ValueError("give --checkpoint or --model, not both: --model names a shipped "
                          "model, used when there is no --checkpoint")
-    if args.engine == "onnx" and args.checkpoint is None:
-        raise ValueError("--engine onnx reads an ONNX export: give --checkpoint with the "
-                         "model.onnx (or its folder) that crnn-export --format onnx wrote")
     model = Path(args.checkpoint) if args.checkpoint is not None else args.model or DEFAULT_MODEL
     return Reader(model, engine=args.engine, beam_width=args.beam_width, char_lm=args.char_lm,
                   lm_weight=args.lm_weight, lm_bonus=args.lm_bonus, lexicon=args.lexicon,

@@ -17,9 +17,21 @@ import subprocess
 import unicodedata
 
 SOURCES = {}
-# PDFs the project keeps for its independent checks: never read as training text.
+# Documents the project keeps for its independent checks, never read as training text: the
+# PDFs of libtasn1-doc, shared-mime-info and python-reportlab-doc, ctex-faq, every translation of
+# lshort (lshort-* folders and files, l2kurz, lyhyt2e), the text of manpages-zh and Debian's
+# debian-faq, maint-guide and installation-guide in every language.
 RESERVED_PDFS = ("libtasn1.pdf", "shared-mime-info-spec.pdf", "reportlab-userguide.pdf",
-                 "lshort-zh-cn.pdf", "ctex-faq.pdf")
+                 "lshort-zh-cn.pdf", "ctex-faq.pdf", "l2kurz.pdf", "lyhyt2e.pdf")
+RESERVED_PATH_RE = re.compile(
+    r"(^|/)([^/]*lshort[^/]*|libtasn1-doc|shared-mime-info|python-reportlab-doc|debian-faq[^/]*|"
+    r"maint-guide[^/]*|installation-guide[^/]*)(/|$)|/man/zh_(CN|TW)/")
+
+
+def is_reserved_document(path):
+    """True for a file of the documents reserved for the project's independent checks."""
+    path = os.path.abspath(path)
+    return os.path.basename(path) in RESERVED_PDFS or bool(RESERVED_PATH_RE.search(path))
 
 
 def register(cls):
@@ -38,11 +50,12 @@ def make_source(spec):
 
 
 def expand(patterns):
-    """The existing files matching ``patterns`` (globs), sorted, each once."""
+    """The existing files matching ``patterns`` (globs), sorted, each once; reserved documents
+    (:func:`is_reserved_document`) are left out."""
     found = set()
     for pattern in patterns:
         found.update(path for path in glob.glob(os.path.expanduser(pattern))
-                     if os.path.isfile(path))
+                     if os.path.isfile(path) and not is_reserved_document(path))
     return sorted(found)
 
 
@@ -143,8 +156,6 @@ class PdfTextLayers(TextSource):
     def text(self):
         parts = []
         for path in expand(self.paths):
-            if os.path.basename(path) in RESERVED_PDFS:
-                continue
             try:
                 result = subprocess.run(["pdftotext", "-enc", "UTF-8", path, "-"],
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -161,13 +172,15 @@ class GettextCatalogs(TextSource):
     """The translated messages of compiled gettext catalogues (``.mo`` globs, e.g. a locale's
     ``/usr/share/locale/zh_CN/LC_MESSAGES/*.mo``): programs' help texts, options and errors,
     the language of manuals. Each line of a message is a paragraph; a printf directive
-    becomes what a reader would see in its place (``%s``: FILE, ``%d``: 3)."""
+    becomes what a reader would see in its place (``%s``: FILE, ``%d``: 3), and a menu
+    label's keyboard mnemonic mark is dropped (:func:`without_mnemonic`)."""
     kind = "gettext"
 
     def text(self):
         lines = []
         for path in expand(self.paths):
             for message in catalog_messages(path):
+                message = without_mnemonic(message)
                 lines.extend(PRINTF_DIRECTIVE.sub(_placeholder, line)
                              for line in message.splitlines())
         return "\n\n".join(line for line in lines if line.strip())
@@ -255,6 +268,27 @@ PLACEHOLDERS = dict([(letter, "3") for letter in "diouxXeEfFgGaA"] +
                     [("c", "x"), ("s", "FILE"), ("S", "FILE"), ("m", "FILE"), ("p", "0x7f"),
                      ("%", "%")])
 MO_MAGIC = 0x950412de
+# A word holding one of these is code, not a label: its _ or & is part of it.
+IDENTIFIER_SIGNS = re.compile(r"[-0-9$./=;:<>()\[\]{}]")
+
+
+def without_mnemonic(message):
+    """``message`` without its keyboard mnemonic mark (GTK's ``_``, Qt's ``&``: ``_Open``,
+    ``Mạ_ng``, ``Save &As``), which no printed text shows. The mark is the message's only
+    ``_`` or ``&``, before a letter, in a word that is not an identifier (``LC_ALL``,
+    ``--no_check``, ``x_1``)."""
+    for mark in "_&":
+        if message.count(mark) != 1:
+            continue
+        at = message.index(mark)
+        start = message.rfind(" ", 0, at) + 1
+        end = message.find(" ", at)
+        word = message[start:len(message) if end < 0 else end]
+        before, after = message[at - 1:at], message[at + 1:at + 2]
+        if after.isalpha() and not (before.isupper() and after.isupper()) and \
+                not IDENTIFIER_SIGNS.search(word):
+            return message[:at] + message[at + 1:]
+    return message
 
 
 def _placeholder(directive):

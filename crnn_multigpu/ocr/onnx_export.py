@@ -16,7 +16,7 @@ import json
 import numpy as np
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu.ocr.onnx_reader import CONFIG_KEY, import_extra
+from crnn_multigpu.ocr.onnx_reader import CONFIG_KEY, EXPORT_EXTRA, import_extra
 
 __all__ = ["OPSET", "onnx_model_bytes", "block_lstm_handler"]
 
@@ -111,8 +111,8 @@ def onnx_model_bytes(recognizer, config):
     config with what a reader needs: charset, downsample, height) in its metadata; checked
     against TensorFlow on a probe batch. Raises ImportError without the ``onnx`` extra and
     ValueError when the conversion is not exact."""
-    tf2onnx = import_extra("tf2onnx", "crnn-export --format onnx")
-    onnx = import_extra("onnx", "crnn-export --format onnx")
+    tf2onnx = import_extra("tf2onnx", "crnn-export --format onnx", EXPORT_EXTRA)
+    onnx = import_extra("onnx", "crnn-export --format onnx", EXPORT_EXTRA)
     model, problems = recognizer.model, []
     names = [model.images.name, model.widths.name, model.log_probs_per_frame.name,
              model.seq_lengths.name]
@@ -135,7 +135,7 @@ def onnx_model_bytes(recognizer, config):
 def check_frames(recognizer, data):
     """Raise ValueError unless onnxruntime, reading the model ``data``, gives TensorFlow's
     frames (class probabilities within :data:`TOLERANCE`) on a probe batch of noise."""
-    runtime = import_extra("onnxruntime", "crnn-export --format onnx")
+    runtime = import_extra("onnxruntime", "crnn-export --format onnx", EXPORT_EXTRA)
     model = recognizer.model
     rng = np.random.RandomState(0)
     images = rng.uniform(size=(len(PROBE_WIDTHS), recognizer.height, max(PROBE_WIDTHS), 1))

@@ -9,7 +9,8 @@ among it) is in the file's metadata under ``config``, as JSON. The CTC decoding 
 Python: :mod:`crnn_multigpu.ocr.ctc` decodes as TensorFlow does, and the language model and
 lexicon read the frames as they read TensorFlow's.
 
-onnxruntime is an optional dependency: ``pip install crnn_multigpu[onnx]``.
+onnxruntime is an optional dependency: ``pip install crnn_multigpu[onnx]``, which reads
+without TensorFlow (the shipped models travel as ONNX files too: ``OnnxRecognizer.shipped``).
 """
 import importlib
 import json
@@ -18,26 +19,27 @@ import os
 import numpy as np
 
 from crnn_multigpu.ocr.ctc import beam_decode, greedy_decode
+from crnn_multigpu.ocr.shipped import ONNX_FILE, shipped_model
 from crnn_multigpu.ocr.text_reader import TextReader
 from crnn_multigpu.tflog import one_line
 from crnn_multigpu.runtime.run_config import RunConfig
 
 __all__ = ["ONNX_FILE", "OnnxRecognizer", "import_extra", "is_onnx_export", "onnx_file"]
 
-# The file crnn-export --format onnx writes into its --out folder.
-ONNX_FILE = "model.onnx"
 # The metadata key of the run's config (JSON).
 CONFIG_KEY = "config"
-INSTALL = "pip install crnn_multigpu[onnx]"
+# The package's extras: reading (onnxruntime alone, no TensorFlow) and exporting (tf2onnx, onnx).
+READING_EXTRA, EXPORT_EXTRA = "onnx", "onnx-export"
 
 
-def import_extra(name, purpose):
-    """The module ``name`` of the ``onnx`` extra, or an ImportError saying how to install it."""
+def import_extra(name, purpose, extra=READING_EXTRA):
+    """The module ``name`` of the package's ``extra``, or an ImportError saying how to install
+    it."""
     try:
         return importlib.import_module(name)
     except ImportError as error:
-        raise ImportError("%s needs %s, which is not installed here (%s): %s"
-                          % (purpose, name, error, INSTALL))
+        raise ImportError("%s needs %s, which is not installed here (%s): pip install "
+                          "crnn_multigpu[%s]" % (purpose, name, error, extra))
 
 
 def is_onnx_export(path):
@@ -90,6 +92,12 @@ class OnnxRecognizer(TextReader):
                                              lexicon, language_model)
         self.decode = greedy_decode if beam_width <= 1 else \
             lambda frames: beam_decode(frames, beam_width)
+
+    @classmethod
+    def shipped(cls, name, **options):
+        """The OnnxRecognizer of the shipped model ``name`` (``ocr.shipped.SHIPPED``: text,
+        words, zh), read from the ONNX file it travels as; ``options`` as for the constructor."""
+        return cls(shipped_model(name, engine="onnx"), **options)
 
     def _run(self, batch, frames):
         log_probs, lengths = self.session.run(

@@ -27,7 +27,7 @@ from crnn_multigpu.datasets.images import grey_page, load_image
 from crnn_multigpu.ocr import char_lm
 from crnn_multigpu.ocr.document import Document, Skipped
 from crnn_multigpu.ocr.page_result import confidence
-from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, SHIPPED, shipped_model
+from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED, shipped_model
 
 # The widest CTC beam a reader takes. TensorFlow's beam search keeps every entry of the beam in
 # memory, and its cost grows with the width: measured with the text model on 30 held-out
@@ -47,7 +47,6 @@ MAX_LM_WEIGHT = 1.0
 # for any of them: a larger bonus pays for characters whatever the pixels say, and readings
 # fill with them (30 lines at weight 0.2: 97 % right at bonus 1.5, 63 % at 7, 37 % at 10).
 MAX_LM_BONUS = round(-float(char_lm._PRUNE), 1)
-ENGINES = ("tf", "onnx")
 # An image at least this tall in which the page reader finds at least this many lines of text
 # is a page, not a word or a line: read as a crop it comes out as a character or two.
 PAGE_HINT_MIN_HEIGHT = 100
@@ -238,16 +237,20 @@ def check_options(engine, beam_width, lm_weight, lm_bonus, towers):
 
 def model_location(model, engine):
     """``(what the engine opens, checkpoint prefix or None)`` of ``model``: a shipped model's
-    name (:mod:`crnn_multigpu.ocr.shipped`), or a path (a ``pathlib.Path`` always)."""
+    name (:mod:`crnn_multigpu.ocr.shipped`: its run folder, or its ONNX file), or a path (a
+    ``pathlib.Path`` always): a run, a checkpoint in it, or with ``onnx`` an export."""
     from crnn_multigpu.ocr.onnx_reader import is_onnx_export, onnx_file
     if isinstance(model, str) and model in SHIPPED:
-        return resolve_run(None, model) if engine == "tf" else (shipped_model(model), None)
+        return resolve_run(None, model) if engine == "tf" else \
+            (shipped_model(model, engine="onnx"), None)
     path = os.fspath(model)
     if engine == "onnx":
         return onnx_file(path), None
     if is_onnx_export(path):
-        raise ValueError("--checkpoint %s is an ONNX export: read it with --engine onnx "
-                         "(engine=\"onnx\")" % path)
+        from crnn_multigpu.runtime.checkpoints import checkpoint_dir
+        if not os.path.isdir(checkpoint_dir(path)):  # not a run that has both
+            raise ValueError("--checkpoint %s is an ONNX export: read it with --engine onnx "
+                             "(engine=\"onnx\")" % path)
     return resolve_run(path)
 
 

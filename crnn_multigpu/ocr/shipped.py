@@ -1,7 +1,11 @@
 """The models shipped with the package, found one way: through ``importlib.resources`` as the
 package ``crnn_multigpu.models`` (``models/`` of the repository, mapped there by pyproject.toml),
 whether pip installed a wheel or this checkout (``pip install -e .``, as ``make`` does).
-Their README.md files say how they were trained."""
+Their README.md files say how they were trained.
+
+Each travels twice: as a TensorFlow checkpoint (``config.json`` + ``checkpoints/``) and as
+the ONNX file exported from it (``model.onnx``, written by scripts/export_shipped_onnx.py), which
+onnxruntime reads without TensorFlow (``pip install crnn_multigpu[onnx]``)."""
 import os
 
 # The shipped models' names (the reading tools' --model choices), the default first.
@@ -16,20 +20,39 @@ SHIPPED = (
 )
 DEFAULT_MODEL = SHIPPED[0]
 PACKAGE = "crnn_multigpu.models"
+# What runs a model: TensorFlow (a run folder) or onnxruntime (an ONNX file).
+ENGINES = ("tf", "onnx")
+# The ONNX file of a shipped model, in its folder (the name crnn-export --format onnx writes).
+ONNX_FILE = "model.onnx"
 
 
-def shipped_model(name):
-    """The folder of the shipped model ``name`` (one of :data:`SHIPPED`): a run folder that
-    :class:`~crnn_multigpu.ocr.inference.Recognizer` reads (``Recognizer.shipped(name)``)."""
+def shipped_model(name, engine="tf"):
+    """The shipped model ``name`` (one of :data:`SHIPPED`) for ``engine`` (one of
+    :data:`ENGINES`): with ``tf`` its folder, a run folder that
+    :class:`~crnn_multigpu.ocr.inference.Recognizer` reads (``Recognizer.shipped(name)``);
+    with ``onnx`` the ONNX file in it, which
+    :class:`~crnn_multigpu.ocr.onnx_reader.OnnxRecognizer` reads (``OnnxRecognizer.shipped``)."""
     if name not in SHIPPED:
         raise ValueError("no shipped model is called %r: the shipped models are %s"
                          % (name, ", ".join(SHIPPED)))
+    if engine not in ENGINES:
+        raise ValueError("no engine is called %r: the engines are %s"
+                         % (engine, ", ".join(ENGINES)))
     try:
-        return os.path.join(_package_folder(), name)
+        folder = os.path.join(_package_folder(), name)
     except ImportError as error:
         raise FileNotFoundError("the shipped models are missing (%s): install the package "
                                 "(pip install crnn_multigpu, or pip install -e . in a checkout)"
                                 % error)
+    if engine == "tf":
+        return folder
+    path = os.path.join(folder, ONNX_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError("the shipped model %s has no %s in %s: export it (python "
+                                "scripts/export_shipped_onnx.py %s, in a checkout with "
+                                "TensorFlow), or read it with --engine tf"
+                                % (name, ONNX_FILE, folder, name))
+    return path
 
 
 def _package_folder():
