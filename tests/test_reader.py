@@ -236,3 +236,28 @@ def test_hostile_names_keep_every_output_parseable(readers, tmp_path, capsys):
     titles = [div.get("title") for div in ElementTree.fromstring(out).iter(
         "{http://www.w3.org/1999/xhtml}div") if div.get("class") == "ocr_page"]
     assert [unescaped(title.split('"')[1]) for title in titles] == [os.fsencode(p) for p in paths]
+
+
+def test_save_pdf_lays_the_text_read_on_the_pages(readers, english_pages, tmp_path):
+    image, document = english_pages
+    doc = readers("text").read([image, document], pages="2", dpi=120)
+    out = str(tmp_path / "searchable.pdf")
+    doc.save_pdf(out)
+    text = subprocess.run(["pdftotext", out, "-"], stdout=subprocess.PIPE, check=True
+                          ).stdout.decode("utf-8")
+    pages = text.split("\f")
+    assert [page.split() for page in pages[:2]] == [page.text().split() for page in doc.pages]
+    # The PDF page of the document keeps its size: 8.5 x 11 inches drawn at 120 dpi.
+    info = subprocess.run(["pdfinfo", "-f", "2", "-l", "2", out], stdout=subprocess.PIPE,
+                          check=True).stdout.decode("utf-8")
+    assert "612 x 792 pts" in info, info
+    # crnn-predict --format pdf writes the same pages; a page it cannot read is skipped.
+    damaged = str(tmp_path / "damaged.png")
+    with open(damaged, "wb") as stream:
+        stream.write(b"\x89PNG\r\n\x1a\n")
+    written = str(tmp_path / "predict.pdf")
+    assert predict.main(["--page", "--pages", "2", "--dpi", "120", "--format", "pdf", "--out",
+                         written, image, damaged, document]) == 1
+    assert subprocess.run(["pdftotext", written, "-"], stdout=subprocess.PIPE, check=True
+                          ).stdout.decode("utf-8") == text
+    assert predict.main(["--format", "json", "--out", written, image]) == 2   # --out is pdf's

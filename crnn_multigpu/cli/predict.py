@@ -12,7 +12,9 @@ pages separated by a form feed; a PDF document is read page by page (``--pages``
 chosen), each drawn at ``--dpi`` by poppler (crnn_multigpu.datasets.pdf) and named
 ``file.pdf#page=N``. ``--format json`` prints
 one JSON object per image instead,
-``--format hocr`` (with ``--page``) one hOCR document of the pages (crnn_multigpu.ocr.page_result).
+``--format hocr`` (with ``--page``) one hOCR document of the pages (crnn_multigpu.ocr.page_result),
+``--format pdf --out FILE.pdf`` (with ``--page``) a searchable PDF of them
+(crnn_multigpu.ocr.searchable_pdf).
 ``--engine onnx --checkpoint EXPORT``: the model is run by onnxruntime from what
 ``crnn-export --format onnx`` wrote (TensorFlow's readings, without TensorFlow running it).
 
@@ -26,6 +28,7 @@ import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, check_output_file, console_entry,
                                       int_range, setup_logging)
+from crnn_multigpu.cli.pdf_output import check_pdf_request
 from crnn_multigpu.cli.reading import add_reading_arguments, chosen_reader
 from crnn_multigpu.datasets import pdf
 from crnn_multigpu.ocr.names import escaped, json_line
@@ -53,13 +56,7 @@ def build_parser():
                         help="--page: the pages of each PDF to read, numbers and ranges joined "
                              "by commas, e.g. 3-5 or 1,4- (4-: page 4 to the last; default: "
                              "every page); images are read whole")
-    parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text (default): path<TAB>text per image, or each page's text; "
-                             "json: one JSON object per image, one a line (crops: image, text, "
-                             "confidence; --page: the page's rows with their boxes, texts and "
-                             "confidences); hocr, with --page: one hOCR document (Tesseract's "
-                             "HTML) of the pages")
+    add_output_arguments(parser)
     add_reading_arguments(parser, picture_help="write a PNG grid of the inputs with their "
                                                "predictions (--page: the page with its line "
                                                "boxes and text)")
@@ -67,7 +64,22 @@ def build_parser():
     return parser
 
 
-FORMATS = ("text", "json", "hocr")
+def add_output_arguments(parser):
+    """--format, --out and --with-prob: what is printed or written."""
+    parser.add_argument("--with-prob", action="store_true",
+                        help="add a third column: log probability")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (default): path<TAB>text per image, or each page's text; "
+                             "json: one JSON object per image, one a line (crops: image, text, "
+                             "confidence; --page: the page's rows with their boxes, texts and "
+                             "confidences); hocr, with --page: one hOCR document (Tesseract's "
+                             "HTML) of the pages; pdf, with --page and --out: a searchable PDF, "
+                             "each page's image with its text laid invisibly on it")
+    parser.add_argument("--out", metavar="FILE.pdf",
+                        help="--format pdf: the PDF to write (never replaced unless --overwrite)")
+
+
+FORMATS = ("text", "json", "hocr", "pdf")
 MIN_DPI, MAX_DPI, DEFAULT_DPI = pdf.MIN_DPI, pdf.MAX_DPI, pdf.DEFAULT_DPI
 SKIPPED = "skipped: %s: %s\n"
 # How a page lies that the page reader turned by this many degrees counter-clockwise to read.
@@ -100,9 +112,10 @@ def page_notes(name, page, picture):
 
 
 def read_pages(reader, sources, pictures, skipped):
-    """The pages of ``sources`` read one at a time (a generator), each noted and drawn to its
-    picture; a page that cannot be read is named on stderr and added to ``skipped``; of
-    several, each page is counted on stderr (a long PDF takes seconds a page)."""
+    """The pages of ``sources`` read one at a time (a generator of PageReadings), each noted
+    and drawn to its picture; a page that cannot be read is named on stderr and added to
+    ``skipped``; of several, each page is counted on stderr (a long PDF takes seconds a
+    page)."""
     for index, reading in enumerate(reader.read_pages(sources)):
         name = reading.source.name
         if reading.page is None:
@@ -113,12 +126,17 @@ def read_pages(reader, sources, pictures, skipped):
         if len(sources) > 1:
             sys.stderr.write("read page %d of %d: %s\n" % (index + 1, len(sources), escaped(name)))
         if reading.page is not None:
-            yield reading.page
+            yield reading
 
 
-def write_pages(pages, form):
-    """Print ``pages`` as they are read, in the --format ``form``."""
+def write_pages(readings, args):
+    """Print the pages of ``readings`` as they are read, in the --format ``form``; with pdf
+    write them to --out once all are read."""
     from crnn_multigpu.ocr.page_result import hocr_parts
+    form, pages = args.format, (reading.page for reading in readings)
+    if form == "pdf":
+        write_pdf(list(readings), args.out)
+        return
     if form == "hocr":
         parts = hocr_parts(pages)
     elif form == "json":
@@ -130,9 +148,22 @@ def write_pages(pages, form):
         sys.stdout.write(part)
 
 
+def write_pdf(readings, out):
+    """Write the pages of ``readings`` to the searchable PDF ``out``, each page's image drawn
+    again from its source (the pages read keep no pixels: one page image in memory at a
+    time)."""
+    from dataclasses import replace
+    from crnn_multigpu.ocr.document import Document
+    if not readings:
+        raise ValueError("no page could be read: %s was not written" % out)
+    Document([replace(reading.page, upright=None) for reading in readings],
+             sources=[reading.source for reading in readings]).save_pdf(out)
+    sys.stderr.write("wrote %s\n" % out)
+
+
 def check_arguments(args):
-    """Refuse --format hocr without --page (hOCR describes pages, their lines and boxes) and
-    --pages without --page."""
+    """Refuse --format hocr without --page (hOCR describes pages, their lines and boxes),
+    --pages without --page, and a --format pdf that could not be written."""
     if args.format == "hocr" and not args.page:
         raise ValueError("--format hocr describes pages (their lines and where they lie): add "
                          "--page to read the images as pages, or use --format text or json "
@@ -140,6 +171,10 @@ def check_arguments(args):
     if args.pages and not args.page:
         raise ValueError("--pages chooses the pages of PDF documents read with --page: add "
                          "--page")
+    if args.out and args.format != "pdf":
+        raise ValueError("--out names the file of --format pdf; the other formats print: add "
+                         "--format pdf, or drop --out")
+    check_pdf_request(args.format, args.page, args.out, args.overwrite)
 
 
 def picture_path(picture, index, count):
@@ -209,7 +244,7 @@ def main_body(argv=None):
     if not args.page:
         return write_crops(reader, args)
     skipped = []
-    write_pages(read_pages(reader, sources, pictures, skipped), args.format)
+    write_pages(read_pages(reader, sources, pictures, skipped), args)
     return 1 if skipped else 0
 
 

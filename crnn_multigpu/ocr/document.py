@@ -14,10 +14,10 @@ from crnn_multigpu.ocr.page_result import hocr_document
 Skipped = collections.namedtuple("Skipped", ["name", "reason"])
 Skipped.__doc__ = """An input (or a document's page) that could not be read: its name
 (``file.pdf#page=N`` for a page) and the reason, one line."""
-PageImage = collections.namedtuple("PageImage", ["image", "lines", "dpi"])
+PageImage = collections.namedtuple("PageImage", ["image", "lines", "dpi", "turn"])
 PageImage.__doc__ = """A page's image as it was read (a PIL image, as a viewer shows it), its
-lines (``text`` and ``box`` in that image's pixels) and the dpi it was drawn at (a PDF page;
-None for an image, whose file may declare its own): what
+lines (``text``, ``box`` in that image's pixels, ``pieces``), the dpi it was drawn at (a PDF
+page; None for an image, whose file may declare its own) and the turn it was read at: what
 :func:`~crnn_multigpu.ocr.searchable_pdf.write_searchable_pdf` takes."""
 
 
@@ -55,7 +55,7 @@ class Document(object):
             if source is None:
                 raise ValueError("page %s has no image to hand over: it was not read by a "
                                  "Reader" % page.image)
-            yield PageImage(source.load(), page.lines, source.dpi)
+            yield PageImage(source.load(), page.lines, source.dpi, page.turn)
 
     def save_pdf(self, path):
         """Write the pages to the PDF ``path``: each page's image with an invisible text layer
