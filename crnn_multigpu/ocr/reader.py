@@ -118,11 +118,6 @@ class Reader(object):
         reader.recognizer, reader._page_reader = recognizer, None
         return reader
 
-    @property
-    def language(self):
-        """The :class:`~crnn_multigpu.datasets.language.Language` of the model."""
-        return self.recognizer.language
-
     def read_lines(self, crops):
         """The text of each of ``crops`` (word or line images: paths, PIL images, arrays), one
         string each, as ``crnn-predict --lines`` prints it. ValueError naming the first crop
@@ -164,7 +159,8 @@ class Reader(object):
         ``crnn-predict --page`` reads them: ``pages`` chooses the pages of each document
         (``"1-3"``, ``"2,5-"``: as a print dialogue), PDF pages are drawn at ``dpi`` (default
         150). An input or page that cannot be read is skipped (``doc.skipped``); the others are
-        read."""
+        read. The document keeps each page's straightened image (``page.draw``); for a long
+        document, :meth:`read_pages` reads one page at a time."""
         self.require_line_model("reading pages")
         readings = list(self.read_pages(page_sources(inputs, pages, dpi)))
         return Document([r.page for r in readings if r.page is not None],
