@@ -143,7 +143,8 @@ def main(argv=None):
     parser.add_argument("--xla", action="store_true", help="also time the first batch with XLA")
     parser.add_argument("--reps", type=int, default=8, help="interleaved repetitions")
     parser.add_argument("--steps", type=int, default=3, help="steps per repetition")
-    parser.add_argument("--top", type=int, default=12, help="op types listed in the profile")
+    parser.add_argument("--top", type=int, default=12,
+                        help="op types printed (the JSON holds every op type)")
     parser.add_argument("--precision", choices=PRECISIONS, default="float32",
                         help="MultiGpuModel's precision policy for every configuration "
                              "(the GEMM peak stays float32's)")
@@ -191,9 +192,9 @@ def main(argv=None):
         figures = {"step_seconds": step.median, "profiler_flops": counted, "lstm_flops": lstm,
                    "flops_per_s": rate, "fraction_of_peak": rate / peak,
                    "images_per_s": step.batch_size / step.median,
-                   "op_micros_by_type": dict(profile.most_common(args.top)),
+                   "op_micros_by_type": dict(profile.most_common()),
                    "op_micros_by_dtype": dict(by_dtype),
-                   "op_dtypes": {t: sorted(dtypes[t]) for t, _ in profile.most_common(args.top)}}
+                   "op_dtypes": {t: sorted(dtypes[t]) for t in profile}}
         report["configurations"][step.name] = figures
         print("\n%s: %.1f ms/step, %.0f images/s; %.2f GFLOP counted + %.2f GFLOP LSTM = %.1f "
               "GFLOP/s, %.1f %% of the float32 GEMM peak"

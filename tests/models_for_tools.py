@@ -58,3 +58,12 @@ class SmallConvCTC(object):
         """Feed for a ``datasets.Batch`` (images, widths, labels, label_lengths)."""
         return {self.images: batch.images, self.widths: batch.widths, self.labels: batch.labels,
                 self.label_lengths: batch.label_lengths, self.training: bool(training)}
+
+
+class WithoutFrames(SmallConvCTC):
+    """SmallConvCTC without the optional ``log_probs_per_frame`` (a class that decodes inside
+    its graph only): it trains and reads, and cannot be exported as its frames (ONNX)."""
+
+    def __init__(self, num_classes, **kwargs):
+        SmallConvCTC.__init__(self, num_classes, **kwargs)
+        del self.log_probs_per_frame

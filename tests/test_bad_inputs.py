@@ -168,18 +168,14 @@ TRAIN_FLAGS = {
 }
 OTHER_FLAGS = [
     ("evaluate", ["--data", "x", "--batch-size", "0"], "--batch-size must be at least 1, got 0"),
-    ("evaluate", ["--data", "x", "--beam-width", "-1"], "--beam-width must be in [0, 1000], got -1"),
+    ("evaluate", ["--data", "x", "--beam-width", "-1"], "--beam-width must be at least 0, got -1"),
     ("evaluate", ["--data", "x", "--lexicon-delta", "-1"], "--lexicon-delta must be at least 0"),
     ("evaluate", ["--data", "x", "--lm-weight", "-1"], "--lm-weight must be in [0, 1], got -1"),
     ("predict", ["x.png", "--lm-bonus", "nan"], "--lm-bonus must be a finite number"),
-    ("predict", ["x.png", "--beam-width", "-3"], "--beam-width must be in [0, 1000], got -3"),
+    ("predict", ["x.png", "--beam-width", "-3"], "--beam-width must be at least 0, got -3"),
     ("export", ["--checkpoint", "r", "--out", "o", "--beam-width", "-1"], "--beam-width must be"),
-    # Issue 35: no upper bound let 1e8 grow to 22 GB, and 1e30 read words as "1" or "heIl0o".
-    ("evaluate", ["--data", "x", "--beam-width", "100000000"],
-     "--beam-width must be in [0, 1000], got 100000000"),
-    ("predict", ["x.png", "--beam-width", "1001"], "--beam-width must be in [0, 1000], got 1001"),
-    ("export", ["--checkpoint", "r", "--out", "o", "--beam-width", "100000000"],
-     "--beam-width must be in [0, 1000], got 100000000"),
+    # Issue 35: 1e30 read words as "1" or "heIl0o" (the model's own bound: test_beam_bounds.py).
+    ("predict", ["x.png", "--beam-width", "1e30"], "--beam-width must be a whole number"),
     ("evaluate", ["--data", "x", "--lm-weight", "1e30"], "--lm-weight must be in [0, 1], got 1e30"),
     ("predict", ["x.png", "--lm-weight", "4"], "--lm-weight must be in [0, 1], got 4"),
     ("evaluate", ["--data", "x", "--lm-bonus", "1e30"], "--lm-bonus must be in [0, 6.9], got 1e30"),
@@ -217,9 +213,9 @@ def test_every_numeric_flag_of_the_other_tools_is_range_checked(tool, argv, mess
 
 
 # Issue 35: every numeric reading option bounded where its meaning ends (cli/reading.py says
-# why each bound), and crnn-train's fixed --width. (flag, low, high, whole numbers?)
-BOUNDED_FLAGS = [("--beam-width", 0, 1000, True), ("--lm-weight", 0.0, 1.0, False),
-                 ("--lm-bonus", 0.0, 6.9, False)]
+# why each bound; --beam-width by the model: test_beam_bounds.py), and crnn-train's fixed
+# --width. (flag, low, high, whole numbers?)
+BOUNDED_FLAGS = [("--lm-weight", 0.0, 1.0, False), ("--lm-bonus", 0.0, 6.9, False)]
 PARSER_ONLY = settings(max_examples=60, deadline=None,
                        suppress_health_check=[HealthCheck.function_scoped_fixture])
 NUMBERS = st.one_of(st.floats(-10, 1010), st.floats(-1e40, 1e40, allow_nan=False))

@@ -95,7 +95,9 @@ def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
     assert figures["flops_per_s"] == pytest.approx(rate, rel=1e-9)
     assert figures["fraction_of_peak"] == pytest.approx(rate / gemm["peak"], rel=1e-9)
     assert figures["images_per_s"] == pytest.approx(4 / figures["step_seconds"], rel=1e-9)
-    assert 0 < figures["fraction_of_peak"] <= 1  # a CRNN step runs below a large GEMM
+    # Positive, and no more: whether a step runs below the GEMM peak depends on what else the
+    # machine ran while each was measured.
+    assert figures["fraction_of_peak"] > 0
     # ...and the printed lines say the same, to their rounding.
     peaks = [float(v) for v in re.search(
         r"^float32 GEMM peak: numpy ([\d.]+) GFLOP/s, TF ([\d.]+) GFLOP/s \(after the steps: "
@@ -117,8 +119,11 @@ def test_step_efficiency_reports_flops_peak_and_profile(tmp_path):
     from_print = 100 * (counted + lstm) / (ms / 1e3) / max(peaks)
     slack = 0.005 * 2 / (counted + lstm) + 0.05 / ms + 0.05 / max(peaks)
     assert abs(percent - from_print) <= 0.05 + from_print * slack * 1.01, (percent, from_print)
-    # Under its plain name also with oneDNN on (which runs _MklNativeConv2DBackpropFilter).
-    assert "Conv2DBackpropFilter" in figures["op_micros_by_type"]
+    # Under its plain name also with oneDNN on (which runs _MklNativeConv2DBackpropFilter). The
+    # JSON holds every op type: where it ranks depends on the load (printed: the --top 5).
+    assert figures["op_micros_by_type"]["Conv2DBackpropFilter"] > 0
+    assert len(figures["op_micros_by_type"]) > 5
+    assert set(figures["op_dtypes"]) == set(figures["op_micros_by_type"])
     assert "% of the float32 GEMM peak" in result.stdout
     assert report["precision"] == "float32" and "float32" in figures["op_micros_by_dtype"]
 

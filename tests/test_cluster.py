@@ -248,7 +248,23 @@ def test_local_servers_report_a_server_that_exits_before_serving(tmp_path):
 # -- bounded waits for tasks that do not answer ---------------------------------
 
 
-def test_wait_for_tasks_names_only_the_tasks_that_never_answer():
+class PollClock(object):
+    """``time`` for wait_for_tasks that moves only when it sleeps: its deadline is then met
+    after as many polls as the timeout holds, however long a busy machine takes per poll."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def test_wait_for_tasks_names_only_the_tasks_that_never_answer(monkeypatch):
+    from crnn_multigpu.runtime import cluster
+    monkeypatch.setattr(cluster, "time", PollClock())
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)

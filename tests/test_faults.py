@@ -8,6 +8,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -72,7 +73,8 @@ def test_sigkill_at_random_moments_then_resume(tiny_dataset, tmp_path):
     Each attempt is killed once it has logged a random step a few steps past the checkpoint
     it resumed from: in the middle of a step, just before, during or after a save.
     """
-    out, rng = str(tmp_path / "run"), random.Random(os.getpid())
+    # The steps to kill at are seeded; the moment within a step still varies with the machine.
+    out, rng = str(tmp_path / "run"), random.Random(54)
     previous = 0
     for attempt in range(3):
         log_path = str(tmp_path / ("attempt%d.log" % attempt))
@@ -129,6 +131,7 @@ def test_signal_saves_and_says_how_to_resume(tiny_dataset, tmp_path, sig):
 BLOCKING_MODEL = """
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -258,23 +261,74 @@ def input_waits(text):
             if "input wait" in line]
 
 
-def test_progress_reports_the_share_of_time_spent_waiting_for_batches(tmp_path, make_session):
+class StepClock(object):
+    """The clock of the trainer and its fed input, moved only by the test: :data:`STEP_SECONDS`
+    by every training step, and by a source while the step waits for its batch. A wait is then
+    as long as the test says, on a busy machine as on an idle one. ``time`` is the trainer's
+    clock; ``input_clock`` the fed input's, whose readings are counted."""
+
+    def __init__(self):
+        self.now, self.readings = 0.0, 0
+        self.changed = threading.Condition()
+        clock = self
+
+        class InputClock(object):
+            @staticmethod
+            def time():
+                with clock.changed:
+                    clock.readings += 1
+                    clock.changed.notify_all()
+                    return clock.now
+        self.input_clock = InputClock
+
+    def time(self):
+        return self.now
+
+    def advance(self, seconds):
+        with self.changed:
+            self.now += seconds
+
+    def wait_for_reading(self, count):
+        """Block until the clock has been read ``count`` times."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.readings >= count, timeout=HANG_GUARD)
+            assert self.readings >= count, "the input never asked for its batch"
+
+
+STEP_SECONDS, SLOW_BATCH_SECONDS = 1.0, 3.0
+
+
+def test_progress_reports_the_share_of_time_spent_waiting_for_batches(tmp_path, make_session,
+                                                                      monkeypatch):
     """A data path slower than the step shows up as input wait; a ready one does not."""
+    from crnn_multigpu.runtime import training
+    from crnn_multigpu.wrapper import feeding
+    clock = StepClock()
+    monkeypatch.setattr(training, "time", clock)
+    monkeypatch.setattr(feeding, "time", clock.input_clock)
+    run_step = Trainer._run_step
+
+    def timed_step(self, *args):
+        clock.advance(STEP_SECONDS)
+        return run_step(self, *args)
+    monkeypatch.setattr(Trainer, "_run_step", timed_step)
     wrapper = MultiGpuModel(toys.Linear, devices=cpu_devices(2))
     made = toys.make_batch(4, seed=0)
     ready, slow = io.StringIO(), io.StringIO()
 
     def slow_batch(step):
-        time.sleep(0.05)  # far longer than a step of this toy model: the step waits
+        # The fed input reads the clock twice around each batch it waits for: batch ``step``
+        # is made once its first reading is taken, so the time it takes lies inside the wait.
+        clock.wait_for_reading(done_before + 2 * step + 1)
+        clock.advance(SLOW_BATCH_SECONDS)
         return made
 
     Trainer(wrapper, lambda step: made, str(tmp_path / "ready"), checkpoint_every=0,
-            log_every=100, stream=ready).train(make_session(), steps=200)
+            log_every=10, stream=ready).train(make_session(), steps=20)
+    done_before = clock.readings  # the input's readings in the ready run
     Trainer(wrapper, slow_batch, str(tmp_path / "slow"), checkpoint_every=0, log_every=10,
             stream=slow).train(make_session(), steps=20)
-    assert len(input_waits(ready.getvalue())) == 2 and len(input_waits(slow.getvalue())) == 2
-    # Judged after the first window, which also holds the first run's one-time set-up (as long
-    # as ten slow batches on a loaded machine).
-    assert input_waits(slow.getvalue())[-1] > 50, slow.getvalue()
-    # Prefetched ahead while the steps run: after the first window the queue is full.
-    assert input_waits(ready.getvalue())[-1] < 50, ready.getvalue()
+    # A prefetched batch that is ready costs no wait; one made while the step waits costs all
+    # of its time: 3 s of every 3 s + 1 s step.
+    assert input_waits(ready.getvalue()) == [0, 0], ready.getvalue()
+    assert input_waits(slow.getvalue()) == [75, 75], slow.getvalue()

@@ -72,7 +72,7 @@ def test_a_bomb_page_is_one_skipped_line_before_it_is_decoded(hostile, capsys):
     code, out, err = run_captured(predict.main, ["--page", hostile["bomb"]], capsys)
     lines = [line for line in err.splitlines() if line.strip() and not line.startswith("INFO ")]
     assert code == 1 and out == "" and len(lines) == 1, err
-    assert lines[0].startswith("skipped: %s: it declares 400000000 pixels, more than the limit"
+    assert lines[0].startswith("skipped: %s: it has 400.0 M pixels, more than the 89.5 M"
                                % hostile["bomb"]) and MAX_PIXELS_ENV in lines[0]
     assert "DecompressionBomb" not in err
 

@@ -96,8 +96,8 @@ def test_too_many_pixels_are_refused_from_the_header_without_pillows_warning(tmp
             open_image(path)
         assert sources([path])[0].name == path
     assert not caught, [str(warning.message) for warning in caught]
-    assert str(refused.value).startswith("cannot read image %s: it declares 20 x 20 pixels, "
-                                         "more than the limit of 300" % path)
+    assert str(refused.value).startswith("cannot read image %s: it has 0.0 M pixels, more than "
+                                         "the 0.0 M an image may have here" % path)
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 700)
     assert open_image(path).size == (20, 20)
 
@@ -112,7 +112,7 @@ def test_images_arrays_and_bytes_are_inputs_named_by_their_place(tmp_path):
         np.testing.assert_allclose(np.asarray(source.load(), np.float32) /
                                    (1.0 if source.name == "<array 3>" else 255.0),
                                    grey / 255.0, atol=1e-6)
-    for source, said in zip(found[3:], ("is not an image", "cannot identify image file")):
+    for source, said in zip(found[3:], ("is not an image", "not an image format Pillow reads")):
         with pytest.raises(UnreadableImage, match="cannot read image %s: .*%s"
                                                   % (source.name, said)):
             source.load()

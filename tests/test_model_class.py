@@ -145,6 +145,31 @@ def test_evaluate_predict_and_export_read_the_run_without_the_flag(run, tiny_dat
     assert code == 0 and [line.split("\t")[1] for line in stdout.strip().splitlines()] == readings
 
 
+def test_the_example_class_exports_to_onnx_and_reads_there_as_in_tensorflow(run, tiny_dataset,
+                                                                          tmp_path):
+    """Its DOWNSAMPLE of 8 reaches the export's probe batch (a width of 100 px once made the
+    graph's own check fail, reported as a full disk)."""
+    out, exported = run[0], str(tmp_path / "onnx")
+    code, _, stderr = run_tool(export.main, ["--checkpoint", out, "--out", exported,
+                                             "--format", "onnx"])
+    assert code == 0, stderr
+    paths, _ = labelled_images(tiny_dataset)
+    in_tf = run_tool(predict.main, ["--checkpoint", out] + paths)
+    in_onnx = run_tool(predict.main, ["--engine", "onnx", "--checkpoint", exported] + paths)
+    assert in_tf[0] == in_onnx[0] == 0 and in_onnx[1] == in_tf[1] and in_tf[1].strip()
+
+
+def test_a_class_without_frames_is_refused_by_the_onnx_export_in_one_line(run, tmp_path):
+    exported = str(tmp_path / "onnx")
+    code, _, stderr = run_tool(export.main, [
+        "--checkpoint", run[0], "--out", exported, "--format", "onnx", "--model-class",
+        "tests.models_for_tools:WithoutFrames"])
+    assert one_error_line(code, stderr) == (
+        "error: --format onnx exports a model's frames before decoding; WithoutFrames has no "
+        "log_probs_per_frame (see crnn_multigpu.ocr.model_class)")
+    assert not os.path.exists(exported) and os.listdir(str(tmp_path)) == []
+
+
 def test_the_flag_names_a_class_the_config_cannot(run, tiny_dataset, tmp_path):
     """A run whose class has moved: one error line naming its config.json, and --model-class
     reads it all the same."""

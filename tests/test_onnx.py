@@ -17,7 +17,7 @@ from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.compat import tf
 from crnn_multigpu.datasets import load_image
 from crnn_multigpu.ocr.inference import Recognizer
-from crnn_multigpu.ocr.onnx_reader import OnnxRecognizer
+from crnn_multigpu.ocr.onnx_reader import OnnxRecognizer, verified_model_bytes, with_checksum
 from test_shipped_model import FACES, WORDS, draw_word
 from without_tensorflow import predict_without_tensorflow
 
@@ -136,23 +136,65 @@ def test_reading_options_that_cannot_work_are_refused(exported, tmp_path, capsys
 
 def test_a_damaged_or_foreign_onnx_file_is_refused(exported, tmp_path, capsys):
     import onnx
-    damaged, foreign = str(tmp_path / "damaged.onnx"), str(tmp_path / "foreign.onnx")
+    names = ("cut.onnx", "flipped.onnx", "foreign.onnx", "other.onnx", "garbage.onnx")
+    cut, flipped, foreign, other, garbage = (str(tmp_path / name) for name in names)
     with open(os.path.join(exported, "model.onnx"), "rb") as stream:
         data = stream.read()
-    with open(damaged, "wb") as stream:
+    with open(cut, "wb") as stream:
         stream.write(data[:len(data) // 2])
+    # One byte changed inside a weight: the file still parses, and would read otherwise.
     model = onnx.load_from_string(data)
+    weights = max(model.graph.initializer, key=lambda init: len(init.raw_data))
+    at = data.index(weights.raw_data) + len(weights.raw_data) // 2
+    damaged = data[:at] + bytes([data[at] ^ 0x40]) + data[at + 1:]
+    assert onnx.load_from_string(damaged).graph.node  # it parses
+    with open(flipped, "wb") as stream:
+        stream.write(damaged)
     del model.metadata_props[:]
-    onnx.save(model, foreign)
+    onnx.save(model, foreign)  # an ONNX file with no metadata
     onnx.helper.set_model_props(model, {"config": json.dumps({"charset": "ab"})})
-    onnx.save(model, str(tmp_path / "other.onnx"))  # a config of another kind
+    onnx.save(model, other)  # a config of another kind
+    with open(garbage, "wb") as stream:
+        stream.write(with_checksum(b"not a model"))  # a checksum that holds, over garbage
     word = str(tmp_path / "word.png")
     draw_word("exit", FACES[0]).save(word)
-    for path, message in ((damaged, "cannot be loaded by onnxruntime"),
-                          (foreign, "has no run config in its metadata"),
-                          (str(tmp_path / "other.onnx"), "has no run config in its metadata")):
+    no_checksum = "carries no checksum: it is cut short, or was not written by crnn-export"
+    for path, message in ((cut, no_checksum), (foreign, no_checksum), (other, no_checksum),
+                          (flipped, "is damaged: its bytes do not match the checksum"),
+                          (garbage, "cannot be loaded by onnxruntime")):
+        code, out, err = cli(predict.main, ["--engine", "onnx", "--checkpoint", path, word],
+                             capsys)
+        line = one_error_line(code, err)
+        assert line.startswith("error: %s " % path) and message in line and not out, line
+    empty, pipe = str(tmp_path / "empty.onnx"), str(tmp_path / "pipe.onnx")
+    open(empty, "wb").close()
+    os.mkfifo(pipe)  # never opened: a reader would wait for a writer
+    for path, message in ((empty, "it is empty (0 bytes)"), (pipe, "it is a named pipe (FIFO)")):
         code, _, err = cli(predict.main, ["--engine", "onnx", "--checkpoint", path, word], capsys)
-        assert message in one_error_line(code, err) and path in err
+        assert one_error_line(code, err).startswith("error: cannot read ONNX export %s: %s"
+                                                    % (path, message))
+
+
+def test_the_onnx_reader_refuses_a_beam_wider_than_the_model_allows(exported):
+    from crnn_multigpu.ocr.ctc import beam_frames, max_beam_width
+    bound = max_beam_width(96, beam_frames(None, 4))
+    assert OnnxRecognizer(exported, beam_width=bound).read_crops([]) == ([], [])
+    with pytest.raises(ValueError) as refused:
+        OnnxRecognizer(exported, beam_width=bound + 1)
+    assert str(refused.value).startswith("beam width %d is too wide for %s: " % (
+        bound + 1, os.path.join(exported, "model.onnx")))
+    assert str(refused.value).endswith("use at most %d (--beam-width)" % bound)
+
+
+def test_the_export_carries_the_checksum_of_its_bytes(exported):
+    import hashlib
+    import onnx
+    path = os.path.join(exported, "model.onnx")
+    data = verified_model_bytes(path)
+    metadata = dict((p.key, p.value) for p in onnx.load(path).metadata_props)
+    assert metadata["sha256"] == hashlib.sha256(data[:data.rindex(b"sha256")
+                                                      - 4]).hexdigest()
+    assert json.loads(metadata["config"])["format"] == "onnx"
 
 
 @pytest.mark.parametrize("module", ["onnxruntime", "tf2onnx"])

@@ -71,8 +71,8 @@ def test_a_damaged_pdf_is_skipped_in_one_line_naming_it(tmp_path, capsys):
 
 def test_a_pdf_read_as_a_crop_is_skipped_with_a_pointer_to_page(document, capsys):
     assert predict.main([document]) == 1   # nothing readable was given
-    assert "skipped: %s: it is a PDF document, not an image: read its pages as pages " \
-        "(crnn-predict --page" % document in capsys.readouterr().err
+    assert "skipped: %s: it is a PDF document, not an image: read its pages with --page" \
+        % document in capsys.readouterr().err
 
 
 def test_without_poppler_a_pdf_is_refused_with_what_to_install(document, tmp_path, monkeypatch):

@@ -70,7 +70,8 @@ def figures_of(readings, truths):
     return dict(n=len(truths), unreadable=0,
                 word_accuracy=np.mean([read == truth for read, truth in zip(readings, truths)]),
                 cer=sum(distances) / float(sum(len(truth) for truth in truths)),
-                mean_ned=np.mean([d / float(max(len(t), 1)) for d, t in zip(distances, truths)]))
+                mean_ned=np.mean([d / float(max(len(r), len(t), 1))
+                                  for d, r, t in zip(distances, readings, truths)]))
 
 
 def assert_figures(got, expected):

@@ -4,9 +4,10 @@ or onnxruntime), how its frames are decoded (greedy, beam, language model, lexic
 towers, and the picture of what it read; :func:`chosen_reader` makes the
 :class:`~crnn_multigpu.ocr.reader.Reader` they describe."""
 from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_class,
-                                      float_range, int_range, non_negative_int, positive_int)
+                                      float_range, non_negative_int, positive_int)
 from crnn_multigpu.datasets.language import get_language, language_names
-from crnn_multigpu.ocr.reader import MAX_BEAM_WIDTH, MAX_LM_BONUS, MAX_LM_WEIGHT
+from crnn_multigpu.ocr import ctc
+from crnn_multigpu.ocr.reader import MAX_LM_BONUS, MAX_LM_WEIGHT
 from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED
 
 def add_reading_arguments(parser, picture_help):
@@ -30,9 +31,14 @@ def add_reading_arguments(parser, picture_help):
 
 def add_beam_width_argument(parser):
     """--beam-width: how the model's frames become text."""
-    parser.add_argument("--beam-width", type=int_range(0, MAX_BEAM_WIDTH), default=0,
-                        help="0: greedy; >1: CTC beam search this wide (at most %d: wider "
-                             "costs time and memory and reads no better)" % MAX_BEAM_WIDTH)
+    parser.add_argument("--beam-width", type=non_negative_int, default=0,
+                        help="0: greedy; >1: CTC beam search this wide, as wide as the model "
+                             "allows: the search keeps about %d bytes per class x width x frame, "
+                             "at most %.0f GB an image (a %d px line, or the model's fixed "
+                             "width), so a model of many classes allows less (docs/reliability.md "
+                             "lists the shipped models' bounds); a wider beam is refused before "
+                             "reading" % (ctc.BYTES_PER_ENTRY, ctc.BEAM_MEMORY_BUDGET / 2 ** 30,
+                                          ctc.LONG_LINE_PIXELS))
 
 
 def add_towers_argument(parser):

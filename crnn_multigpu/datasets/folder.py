@@ -4,8 +4,10 @@
 
     images/000000001.png<TAB>hello world
 
-The path is relative to the folder; the text is everything after the first
-TAB (it may contain spaces). Blank lines are skipped.
+The path is relative to the folder; the text is everything after the TAB (it may contain
+spaces, not at its ends). Blank lines are skipped. A line with a second TAB (a third column)
+or a label with spaces around it is refused, naming the file and line: no reading has them,
+so such a label would score as wrong whatever was read.
 """
 import codecs
 import io
@@ -29,7 +31,21 @@ def format_label_line(relative_path, text):
         raise ValueError("image path %r must be non-empty without TAB or newline" % relative_path)
     if "\n" in text or "\r" in text:
         raise ValueError("label %r must not contain a newline" % text)
+    problem = label_problem(text)
+    if problem:
+        raise ValueError("label %r %s" % (text, problem))
     return "%s\t%s\n" % (relative_path, text)
+
+
+def label_problem(text):
+    """Why ``text`` cannot be a label (what to do included), or None: a TAB in it (a third
+    column: which one is the label?) or white space at its ends (no reading has it)."""
+    if "\t" in text:
+        return ("holds a TAB: a line is the image path, one TAB and the label; remove the "
+                "extra columns")
+    if text != text.strip():
+        return "has white space at its start or end, which no reading has: remove it"
+    return None
 
 
 def read_labels(labels_path):
@@ -61,6 +77,10 @@ def read_labels(labels_path):
             if not path.strip():
                 raise ValueError("%s line %d: empty image path before the TAB; %s"
                                  % (labels_path, line_number, _GOOD_LINE))
+            problem = label_problem(text)
+            if problem:
+                raise ValueError("%s line %d: the label %r %s; %s"
+                                 % (labels_path, line_number, text[:80], problem, _GOOD_LINE))
             entries.append((path, text))
     return entries
 

@@ -22,14 +22,17 @@ import warnings
 import numpy as np
 from PIL import Image
 
+from crnn_multigpu.datasets.files_check import not_an_image, regular_file
+
 _RESAMPLING = getattr(Image, "Resampling", Image)
 _EIGHT_BIT_MODES = ("L", "P", "RGB", "RGBA", "LA", "1", "CMYK", "YCbCr", "RGBX", "PA", "La", "RGBa")
 # Below this spread (in [0, 1] units) an image is flat: stretching would only
 # amplify noise or quantisation steps.
 _MIN_CONTRAST = 2.0 / 255.0
 # A file whose header declares more than Image.MAX_IMAGE_PIXELS (89.5 M by default: a 600 dpi
-# page of 37 x 50 cm) is refused before it is decoded: a 90 KB PNG can declare 20000 x 20000
-# pixels, a decompression bomb. Raise the limit for real large scans with this variable.
+# page of 37 x 50 cm) is refused before it is decoded (:func:`require_pixels`): a 90 KB PNG can
+# declare 20000 x 20000 pixels (Pillow itself only warns up to twice the limit, in a raw
+# DecompressionBombWarning line). Raise the limit for real large scans with this variable.
 MAX_PIXELS_ENV = "CRNN_MAX_IMAGE_PIXELS"
 # EXIF's Orientation tag: how a camera's stored pixels must be turned to show what it saw, and
 # the transposition that shows them so for each of its values (the EXIF standard's table).
@@ -74,53 +77,48 @@ class UnreadableImage(ValueError):
         self.name, self.reason = name, reason
 
 
-def open_image(source, frame=0):
+def pixel_limit():
+    """The most pixels an image (or a drawn PDF page) may have: Pillow's ``MAX_IMAGE_PIXELS``,
+    set by ``$CRNN_MAX_IMAGE_PIXELS``."""
+    return Image.MAX_IMAGE_PIXELS or float("inf")
+
+
+def require_pixels(pixels, name):
+    """Refuse ``pixels`` more than :func:`pixel_limit` for the image called ``name``, in one
+    line saying how to raise the limit."""
+    if pixels > pixel_limit():
+        raise UnreadableImage(name, "it has %.1f M pixels, more than the %.1f M an image may "
+                                    "have here (a decompression bomb, or a scan larger than "
+                                    "reading needs); if it is genuine, raise the limit with "
+                                    "$%s=PIXELS"
+                              % (pixels / 1e6, pixel_limit() / 1e6, MAX_PIXELS_ENV))
+
+
+def open_image(source, name=None, frame=0):
     """A fully decoded PIL image as a viewer shows it: frame ``frame`` (from 0) of a file of
     several (a multi-page TIFF), turned by its EXIF orientation (a phone's photo). Raises
-    :class:`UnreadableImage` (a ValueError) naming the source and the reason; a file that
-    declares more than ``Image.MAX_IMAGE_PIXELS`` pixels is refused from its header, before
-    anything is decoded (Pillow's own warning is not shown: this refusal says it)."""
-    name = _describe(source)
+    :class:`UnreadableImage` (a ValueError) naming the source (or ``name``, e.g. a PDF page's)
+    and the reason. A path is checked before it is opened (``files_check.regular_file``), and
+    the pixels an image declares before it is decoded (:func:`require_pixels`)."""
+    name = name or _describe(source)
+    if isinstance(source, Image.Image):
+        image = source
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        image = _header(io.BytesIO(bytes(source)), name, None)
+    else:
+        path = os.fspath(source)
+        regular_file(path)
+        image = _header(path, name, path)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            if isinstance(source, Image.Image):
-                image = source
-            elif isinstance(source, (bytes, bytearray, memoryview)):
-                image = Image.open(io.BytesIO(bytes(source)))
-            else:
-                image = Image.open(os.fspath(source))
-            if frame:
-                image.seek(frame)
-            if not isinstance(source, Image.Image):  # a decoded image has spent its memory
-                _require_size_within_limit(image, name)
-            # Read before the pixels: loading may close the file a TIFF's tags are read from.
-            orientation = image.getexif().get(EXIF_ORIENTATION)
-            # Image.open only parses the header; truncated pixel data surfaces here.
-            image.load()
-        return upright(image, orientation)
-    except Image.DecompressionBombError as error:  # Pillow's own refusal, past twice the limit
-        declared = re.search(r"\((\d+) pixels\)", str(error))
-        raise UnreadableImage(name, _too_many(declared.group(1) + " pixels" if declared
-                                              else "too many pixels"))
+        if frame:
+            image.seek(frame)
+            require_pixels(image.size[0] * image.size[1], name)  # each frame has its own size
+        # Read before the pixels: loading may close the file a TIFF's tags are read from.
+        orientation = image.getexif().get(EXIF_ORIENTATION)
+        image.load()  # Image.open only parses the header; truncated pixel data surfaces here
     except UNREADABLE as error:
-        if isinstance(error, UnreadableImage):
-            raise
         raise UnreadableImage(name, error)
-
-
-def _require_size_within_limit(image, name):
-    """Refuse an image whose header declares more pixels than ``Image.MAX_IMAGE_PIXELS``."""
-    limit = Image.MAX_IMAGE_PIXELS
-    if limit and image.width * image.height > limit:
-        raise UnreadableImage(name, _too_many("%d x %d pixels" % image.size))
-
-
-def _too_many(declared):
-    """The reason an image that declares ``declared`` pixels is refused."""
-    return ("it declares %s, more than the limit of %d (a decompression bomb, or a very large "
-            "scan); if the image is genuine, raise the limit with $%s=PIXELS"
-            % (declared, Image.MAX_IMAGE_PIXELS, MAX_PIXELS_ENV))
+    return upright(image, orientation)
 
 
 def upright(image, orientation):
@@ -133,6 +131,28 @@ def upright(image, orientation):
     turned = image.transpose(method)
     turned.info.pop("exif", None)
     return turned
+
+
+def _header(stream, name, path):
+    """The image of ``stream`` (a path, or bytes in a BytesIO) opened, not decoded, once its
+    size is within the limit; UnreadableImage naming ``name`` otherwise. ``path``: the file, to
+    say what it is when Pillow cannot identify it."""
+    try:
+        with warnings.catch_warnings():
+            # Pillow warns between one and two limits: require_pixels refuses it in one line.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(stream)
+    except Image.DecompressionBombError as error:  # past twice the limit: Pillow refuses
+        declared = re.search(r"\((\d+) pixels\)", str(error))
+        require_pixels(int(declared.group(1)) if declared else float("inf"), name)
+        raise UnreadableImage(name, error)
+    except Image.UnidentifiedImageError:
+        raise UnreadableImage(name, not_an_image(path) if path else
+                              "not an image format Pillow reads")
+    except UNREADABLE as error:
+        raise UnreadableImage(name, error)
+    require_pixels(image.size[0] * image.size[1], name)
+    return image
 
 
 def _flatten_alpha(luminance, alpha):

@@ -29,6 +29,7 @@ import numpy as np
 from PIL import Image
 
 from crnn_multigpu.datasets import pdf
+from crnn_multigpu.datasets.files_check import not_an_image
 from crnn_multigpu.datasets.images import UNREADABLE, UnreadableImage, open_image
 
 Source = collections.namedtuple("Source", ["name", "load", "dpi"], defaults=(None,))
@@ -74,8 +75,7 @@ def _path_sources(path, selection, dpi, documents):
     name = os.fspath(path)
     if pdf.is_pdf(name):
         if not documents:
-            return [_refused(name, "it is a PDF document, not an image: read its pages as "
-                                   "pages (crnn-predict --page, ocr.Reader.read)")], True
+            return [_refused(name, not_an_image(name))], True
         try:
             numbers = _chosen(pdf.page_count(name), selection, name, "PDF")
         except ValueError as error:

@@ -5,11 +5,13 @@ memory at a time, whatever the document's length.
 Poppler is a system package (Debian ``poppler-utils``, which ``scripts/install_system_packages.sh``
 installs); without it a PDF is refused with a line that says so, images are read as before.
 """
+import math
 import os
 import re
 import subprocess
 
-from crnn_multigpu.datasets.images import open_image
+from crnn_multigpu.datasets.files_check import regular_file
+from crnn_multigpu.datasets.images import MAX_PIXELS_ENV, open_image, pixel_limit
 
 PDF_SIGNATURE = b"%PDF-"
 # The page reader reads pages at 110-300 dpi alike (docs/accuracy.md); 150 dpi draws a page in
@@ -19,11 +21,14 @@ DEFAULT_DPI = 150
 MIN_DPI, MAX_DPI = 50, 600
 INSTALL_POPPLER = ("reading a PDF needs poppler's pdfinfo and pdftoppm: install them "
                    "(apt-get install poppler-utils), or pass the pages as images")
+POINTS_PER_INCH = 72
 
 
 def is_pdf(path):
     """Whether the file at ``path`` begins as a PDF does (whatever its name); False when it
-    cannot be opened."""
+    is not a regular file (never opened: a FIFO would wait for a writer) or cannot be opened."""
+    if not os.path.isfile(path):
+        return False
     try:
         with open(path, "rb") as stream:
             return stream.read(len(PDF_SIGNATURE)) == PDF_SIGNATURE
@@ -42,13 +47,19 @@ def poppler(arguments, path):
     if done.returncode:
         said = [line for line in done.stderr.decode("utf-8", "replace").splitlines()
                 if line.strip()]
-        raise ValueError("cannot read PDF %s: %s (damaged, or locked by a password?)"
-                         % (path, said[-1] if said else "%s failed" % arguments[0]))
+        last = said[-1] if said else "%s failed" % arguments[0]
+        if "password" in last.lower():
+            raise ValueError("cannot read PDF %s: it is locked by a password; save a copy "
+                             "without it (e.g. qpdf --decrypt --password=PASSWORD IN OUT) and "
+                             "pass that" % path)
+        raise ValueError("cannot read PDF %s: it is damaged or cut short (poppler: %s); copy "
+                         "it again or save it anew" % (path, last))
     return done.stdout
 
 
 def page_count(path):
     """The number of pages of the PDF at ``path`` (poppler's ``pdfinfo``)."""
+    regular_file(os.fspath(path), "PDF")
     info = poppler(["pdfinfo", os.fspath(path)], path).decode("utf-8", "replace")
     found = re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE)
     if not found or not int(found.group(1)):
@@ -56,12 +67,42 @@ def page_count(path):
     return int(found.group(1))
 
 
+def page_points(path, number):
+    """``(width, height)`` in points of page ``number`` of the PDF at ``path`` (``pdfinfo``)."""
+    info = poppler(["pdfinfo", "-f", str(number), "-l", str(number), os.fspath(path)],
+                   path).decode("utf-8", "replace")
+    found = re.search(r"^Page\s+%d size:\s+([\d.]+) x ([\d.]+) pts" % number, info, re.MULTILINE)
+    if not found:
+        raise ValueError("cannot read page %s: poppler gives no size for it"
+                         % page_name(path, number))
+    return float(found.group(1)), float(found.group(2))
+
+
+def require_page_pixels(path, number, dpi):
+    """Refuse page ``number`` of ``path`` before it is drawn when at ``dpi`` it would have more
+    pixels than an image may (``images.pixel_limit``), in one line naming the page, its size
+    and the dpi that would fit."""
+    width, height = page_points(path, number)
+    across, down = (int(math.ceil(side * dpi / POINTS_PER_INCH)) for side in (width, height))
+    if across * down <= pixel_limit():
+        return
+    fits = int(dpi * math.sqrt(pixel_limit() / float(across * down)))
+    lower = "draw it at --dpi %d or less, or " % fits if fits >= MIN_DPI else ""
+    raise ValueError("cannot read page %s: it is %g x %g pt, %d x %d pixels at %d dpi (%.1f M), "
+                     "more than the %.1f M an image may have here; %sraise the limit with $%s="
+                     "PIXELS" % (page_name(path, number), width, height, across, down, dpi,
+                                 across * down / 1e6, pixel_limit() / 1e6, lower,
+                                 MAX_PIXELS_ENV))
+
+
 def render_page(path, number, dpi=DEFAULT_DPI):
-    """Page ``number`` (1-based) of the PDF at ``path`` as a grey PIL image at ``dpi``."""
+    """Page ``number`` (1-based) of the PDF at ``path`` as a grey PIL image at ``dpi``, refused
+    before it is drawn when it would be too large (:func:`require_page_pixels`)."""
+    require_page_pixels(path, number, dpi)
     # PGM: poppler's PNG on stdout is RGB even with -gray, three times the memory of grey.
     pgm = poppler(["pdftoppm", "-gray", "-r", str(dpi), "-singlefile", "-f", str(number),
                     "-l", str(number), os.fspath(path)], path)
-    return open_image(pgm)
+    return open_image(pgm, name=page_name(path, number))
 
 
 def page_name(path, number):

@@ -11,6 +11,10 @@ blank last) and return ``(class ids, log probability)``:
   ``merge_repeated=False``, the CRNN's setting: a prefix beam search over every class that
   keeps the ``beam_width`` most probable prefixes at each frame, scoring a prefix by the sum
   over its alignments that stayed in the beam; the log probability is that of the best prefix.
+
+How wide a beam may be follows the model (:func:`max_beam_width`, :func:`check_beam_width`):
+TensorFlow's search gives every prefix of the beam a child for every class at every frame and
+keeps them until the image is decoded, so its memory grows with classes x width x frames.
 """
 import heapq
 import itertools
@@ -18,7 +22,19 @@ import math
 
 import numpy as np
 
-__all__ = ["greedy_decode", "beam_decode"]
+__all__ = ["greedy_decode", "beam_decode", "max_beam_width", "check_beam_width", "beam_frames"]
+
+# Peak memory of TensorFlow's beam search per entry (class x width x frame), measured by
+# scripts/beam_search_memory.py over 2.5-14 M entries: 215-290 bytes on TF 2.21, 215-292 on TF
+# 1.15 (more per entry with more classes), rounded up. The search in this module (the ONNX
+# reader's) holds only the beam, but its time grows with the same product.
+BYTES_PER_ENTRY = 300
+# What one image's beam search may take: with it the shipped models allow widths 145 (text,
+# 96 classes), 3022 (words, 37 classes, 32 frames) and 2 (zh, 6,900 classes).
+BEAM_MEMORY_BUDGET = 2 ** 30
+# The width, in pixels, of the long line a bound is set for when a model reads any width (32
+# times a 32-pixel line's height: 256 frames of a CRNN); a wider line costs proportionally more.
+LONG_LINE_PIXELS = 1024
 
 
 def greedy_decode(frames):
@@ -125,3 +141,32 @@ class _Beam(object):
         while self.entries.get(self._heap[0][2], (None,) * 4)[3] != self._heap[0][1]:
             heapq.heappop(self._heap)  # an entry that left the beam
         return self._heap[0]
+
+
+def beam_frames(image_width, downsample):
+    """The frames a bound on the beam width is set for: those of the model's fixed image width,
+    or of a :data:`LONG_LINE_PIXELS` line when it reads any width."""
+    return max(1, (image_width or LONG_LINE_PIXELS) // downsample)
+
+
+def max_beam_width(num_classes, frames, budget=BEAM_MEMORY_BUDGET):
+    """The widest beam whose search over ``frames`` frames of ``num_classes`` classes (the
+    blank included) keeps within ``budget`` bytes (:data:`BYTES_PER_ENTRY` per class x width x
+    frame); at least 1 (greedy decoding costs no beam)."""
+    return max(1, int(budget // (BYTES_PER_ENTRY * num_classes * frames)))
+
+
+def check_beam_width(beam_width, num_classes, frames, what="the model"):
+    """Refuse a ``beam_width`` wider than :func:`max_beam_width` allows for ``what`` (named in
+    the message), with one line saying what it would cost and what to do, before any work
+    starts; 0 and 1 (greedy) always pass."""
+    bound = max_beam_width(num_classes, frames)
+    if beam_width <= 1 or beam_width <= bound:
+        return
+    cost = float(BYTES_PER_ENTRY) * num_classes * frames * beam_width
+    instead = "at most %d" % bound if bound > 1 else "greedy decoding (0)"
+    raise ValueError("beam width %d is too wide for %s: a CTC beam search keeps about %d bytes "
+                     "per class x width x frame, and %d classes x %d frames at width %d would "
+                     "take %.1f GB per image (the bound is %.1f GB): use %s (--beam-width)"
+                     % (beam_width, what, BYTES_PER_ENTRY, num_classes, frames, beam_width,
+                        cost / 2 ** 30, BEAM_MEMORY_BUDGET / 2 ** 30, instead))

@@ -100,6 +100,7 @@ class Recognizer(TextReader):
                                                  model_cls)
         super(Recognizer, self).__init__(config, lexicon, language_model)
         self.downsample = self.model_cls.DOWNSAMPLE
+        self.check_beam_width(beam_width, run_dir)
         self.checkpoint = require_checkpoint(run_dir, checkpoint)
         # beam_width only when a beam search is asked for: a greedy-only class need not take it.
         beam = {"beam_width": beam_width} if beam_width > 1 else {}

@@ -48,7 +48,7 @@ def text_metrics(predictions, truths):
 
     Returns a dict: ``n``, ``word_accuracy`` (exact matches / n), ``cer`` (total
     edit distance / total truth characters), ``mean_ned`` (mean over examples of
-    edit distance / max(len(truth), 1)).
+    :func:`normalized_edit_distance`, each in [0, 1]).
     """
     predictions, truths = list(predictions), list(truths)
     if len(predictions) != len(truths):
@@ -62,5 +62,16 @@ def text_metrics(predictions, truths):
         n=n,
         word_accuracy=sum(p == t for p, t in zip(predictions, truths)) / float(n),
         cer=sum(distances) / float(max(characters, 1)),
-        mean_ned=sum(d / float(max(len(t), 1)) for d, t in zip(distances, truths)) / n,
+        mean_ned=sum(normalized_edit_distance(p, t, d)
+                     for p, t, d in zip(predictions, truths, distances)) / n,
     )
+
+
+def normalized_edit_distance(prediction, truth, distance=None):
+    """The edit distance over the longer of the two texts, in [0, 1]: 0 when they are equal
+    (two empty texts too), 1 when no character is right. Over the truth's length alone, a
+    reading of an empty label would count its whole length (ten characters: 10, one image
+    outweighing nine right ones)."""
+    if distance is None:
+        distance = edit_distance(prediction, truth)
+    return distance / float(max(len(prediction), len(truth), 1))

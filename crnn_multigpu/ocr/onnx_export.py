@@ -16,7 +16,8 @@ import json
 import numpy as np
 
 from crnn_multigpu.compat import tf
-from crnn_multigpu.ocr.onnx_reader import CONFIG_KEY, EXPORT_EXTRA, import_extra
+from crnn_multigpu.ocr.onnx_reader import CONFIG_KEY, EXPORT_EXTRA, import_extra, with_checksum
+from crnn_multigpu.tflog import one_line
 
 __all__ = ["OPSET", "onnx_model_bytes", "block_lstm_handler"]
 
@@ -30,7 +31,9 @@ DIMENSIONS = {"images": ["batch", None, "width", None], "widths": ["batch"],
 # Largest difference of a class probability between onnxruntime and TensorFlow on the probe
 # batch (measured: below 1e-5 on both stacks).
 TOLERANCE = 1e-4
-PROBE_WIDTHS = (40, 100)
+# The probe batch's widths in frames (each a multiple of the model's DOWNSAMPLE in pixels: a
+# class may refuse other widths, as tests/models_for_tools.py's does): a word and a short line.
+PROBE_FRAMES = (10, 25)
 
 
 def block_lstm_handler(problems):
@@ -108,18 +111,24 @@ def frozen_frames_graph(recognizer):
 
 def onnx_model_bytes(recognizer, config):
     """The serialised ONNX model of ``recognizer``'s frames, ``config`` (a dict, the run's
-    config with what a reader needs: charset, downsample, height) in its metadata; checked
-    against TensorFlow on a probe batch. Raises ImportError without the ``onnx`` extra and
-    ValueError when the conversion is not exact."""
+    config with what a reader needs: charset, downsample, height) in its metadata, its checksum
+    last (``onnx_reader.with_checksum``); checked against TensorFlow on a probe batch. Raises
+    ImportError without the ``onnx-export`` extra and ValueError when the conversion is not exact."""
     tf2onnx = import_extra("tf2onnx", "crnn-export --format onnx", EXPORT_EXTRA)
     onnx = import_extra("onnx", "crnn-export --format onnx", EXPORT_EXTRA)
+    frozen = frozen_frames_graph(recognizer)  # first: it refuses a model without frames
     model, problems = recognizer.model, []
     names = [model.images.name, model.widths.name, model.log_probs_per_frame.name,
              model.seq_lengths.name]
-    proto, _ = tf2onnx.convert.from_graph_def(
-        frozen_frames_graph(recognizer), input_names=names[:2], output_names=names[2:],
-        opset=OPSET, custom_op_handlers={"BlockLSTM": (block_lstm_handler(problems), [])},
-        tensors_to_rename=dict(zip(names, INPUTS + OUTPUTS)))
+    try:
+        proto, _ = tf2onnx.convert.from_graph_def(
+            frozen, input_names=names[:2], output_names=names[2:],
+            opset=OPSET, custom_op_handlers={"BlockLSTM": (block_lstm_handler(problems), [])},
+            tensors_to_rename=dict(zip(names, INPUTS + OUTPUTS)))
+    except Exception as error:  # noqa: B902 (tf2onnx raises what its op handlers raise)
+        raise ValueError("tf2onnx cannot convert %s to ONNX (%s): export it as a SavedModel "
+                         "(--format savedmodel) instead" % (recognizer.model_cls.__name__,
+                                                            one_line(error)))
     if problems:
         raise ValueError("the model cannot be written as ONNX exactly: %s" % "; ".join(problems))
     for value in list(proto.graph.input) + list(proto.graph.output):
@@ -127,7 +136,7 @@ def onnx_model_bytes(recognizer, config):
             if label:
                 dim.dim_param = label
     onnx.helper.set_model_props(proto, {CONFIG_KEY: json.dumps(config, sort_keys=True)})
-    data = proto.SerializeToString()
+    data = with_checksum(proto.SerializeToString())
     check_frames(recognizer, data)
     return data
 
@@ -138,10 +147,15 @@ def check_frames(recognizer, data):
     runtime = import_extra("onnxruntime", "crnn-export --format onnx", EXPORT_EXTRA)
     model = recognizer.model
     rng = np.random.RandomState(0)
-    images = rng.uniform(size=(len(PROBE_WIDTHS), recognizer.height, max(PROBE_WIDTHS), 1))
-    widths = np.array(PROBE_WIDTHS, np.int32)
+    widths = np.array(PROBE_FRAMES, np.int32) * recognizer.downsample
+    images = rng.uniform(size=(len(widths), recognizer.height, max(widths), 1))
     feed = {model.images: images.astype(np.float32), model.widths: widths}
-    want = recognizer.session.run([model.log_probs_per_frame, model.seq_lengths], feed)
+    try:
+        want = recognizer.session.run([model.log_probs_per_frame, model.seq_lengths], feed)
+    except tf.errors.OpError as error:
+        raise ValueError("%s cannot read a probe batch of widths %s in TensorFlow (%s): its "
+                         "frames cannot be checked, so no ONNX file is written"
+                         % (recognizer.model_cls.__name__, widths.tolist(), one_line(error)))
     options = runtime.SessionOptions()
     options.log_severity_level = 3
     session = runtime.InferenceSession(data, options, providers=["CPUExecutionProvider"])

@@ -29,13 +29,6 @@ from crnn_multigpu.ocr.document import Document, Skipped
 from crnn_multigpu.ocr.page_result import confidence
 from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED, shipped_model
 
-# The widest CTC beam a reader takes. TensorFlow's beam search keeps every entry of the beam in
-# memory, and its cost grows with the width: measured with the text model on 30 held-out
-# lines, widths 10, 100 and 1,000 read them identically (93.3 % right, greedy 86.7 %), 100 in
-# twice the time of greedy, 1,000 in ten times and 3.4 GB; the 1e8 of issue 35 grew to 22 GB
-# until the kernel killed it. 1,000 leaves room to try; a wider beam costs more than it could
-# bring.
-MAX_BEAM_WIDTH = 1000
 # lm_weight W raises the character model's probabilities to the power W in the fused score
 # (char_lm: log p_ctc + W log p_lm + B len). At 1 they count as counted, as much as the
 # image's; above 1 the model is made surer than its own counts, overruling the pixels more and
@@ -77,7 +70,8 @@ class Reader(object):
         --format onnx`` wrote). A ``pathlib.Path`` is always a path.
       engine: ``"tf"`` (TensorFlow) or ``"onnx"`` (onnxruntime: ``pip install
         crnn_multigpu[onnx]``).
-      beam_width: 0 greedy; > 1 a CTC beam this wide (at most :data:`MAX_BEAM_WIDTH`).
+      beam_width: 0 greedy; > 1 a CTC beam this wide (as wide as the model allows: the
+        recognizer refuses a wider one before reading, ``ocr.ctc.check_beam_width``).
       char_lm: True reads with the character language model of the model's language, False
         without; None (the default) as the language says (Chinese with it, English without),
         and without it when ``beam_width`` asks for TensorFlow's beam search.
@@ -219,8 +213,8 @@ def check_options(engine, beam_width, lm_weight, lm_bonus, towers):
     """ValueError, one line, for a reading option out of its range."""
     if engine not in ENGINES:
         raise ValueError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
-    checks = [("beam_width", beam_width, 0, MAX_BEAM_WIDTH), ("lm_weight", lm_weight, 0.0,
-                                                               MAX_LM_WEIGHT),
+    # The beam's upper bound follows the model: its recognizer checks it (ctc.check_beam_width).
+    checks = [("beam_width", beam_width, 0, None), ("lm_weight", lm_weight, 0.0, MAX_LM_WEIGHT),
               ("lm_bonus", lm_bonus, 0.0, MAX_LM_BONUS), ("towers", towers, 1, None)]
     for name, value, low, high in checks:
         if value is not None and not (low <= value and (high is None or value <= high)):

@@ -9,6 +9,7 @@ from crnn_multigpu.datasets import load_image, make_batch
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.datasets.unreadable import UnreadableImages
+from crnn_multigpu.ocr.ctc import beam_frames, check_beam_width
 from crnn_multigpu.ocr.metrics import text_metrics
 from crnn_multigpu.ocr.word_frame import loose_frame, single_band_frame
 
@@ -136,6 +137,13 @@ class TextReader(object):
         """(texts, log probabilities, per-image frame log-probabilities ``[T_i, num_classes]``
         or None unless ``frames``) of a ``Batch``."""
         raise NotImplementedError
+
+    def check_beam_width(self, beam_width, name):
+        """Refuse ``beam_width`` for the model ``name`` (its run or file) before any work when a
+        beam search that wide over its classes and frames would cost more than
+        :func:`~crnn_multigpu.ocr.ctc.check_beam_width` allows; needs ``downsample``."""
+        check_beam_width(beam_width, self.charset.num_classes,
+                         beam_frames(self.image_width, self.downsample), what=name)
 
     def close(self):
         """Release what runs the model."""
