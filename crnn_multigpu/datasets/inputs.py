@@ -126,8 +126,8 @@ def reason_of(error, name):
     message starts with: one line for ``skipped: NAME: REASON``."""
     text = getattr(error, "reason", None) or str(error)
     text = str(text).strip().splitlines()[0] if str(text).strip() else repr(error)
-    for prefix in ("cannot read image %s: ", "cannot read PDF %s: ", "page %s: ", "PDF %s ",
-                   "TIFF %s "):
+    for prefix in ("cannot read image %s: ", "cannot read PDF %s: ", "cannot read page %s: ",
+                   "page %s: ", "PDF %s ", "TIFF %s "):
         if text.startswith(prefix % name):
             return text[len(prefix % name):]
     return text
