@@ -24,8 +24,4 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC)
-__getattr__, _dir = lazy_names(__name__, _PUBLIC)
-
-
-def __dir__():
-    return _dir() + ["__version__"]
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC, extra=["__version__"])

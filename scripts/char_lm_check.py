@@ -17,8 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import compare_tesseract as compare  # noqa: E402  (beside this script)
-from crnn_multigpu.ocr.char_lm import reading_decoder  # noqa: E402
-from crnn_multigpu.ocr.inference import Recognizer  # noqa: E402
+from crnn_multigpu.ocr import Reader  # noqa: E402
 from crnn_multigpu.ocr.metrics import scoring_fold  # noqa: E402
 
 
@@ -48,16 +47,11 @@ def main(argv=None):
             ("lines, exact", compare.cut_pdf_lines(os.path.join(scratch, "lines"),
                                                    [(p, args.pages) for p in pdfs],
                                                    args.lines, args.seed), 7, None)]
-    recognizer = Recognizer.shipped("text")
-    language_model = reading_decoder(recognizer.language, recognizer.charset, enabled=True)
+    readers = [Reader("text"), Reader("text", char_lm=True)]   # crnn-predict, and --char-lm
     tesseract = compare.Tesseract()
     for name, samples, psm, fold in sets:
         labels = [text for _, text in samples]
-        arrays = [recognizer.crop_array(path) for path, _ in samples]
-        readings = []
-        for decoder in (None, language_model):
-            recognizer.language_model = decoder
-            readings.append(recognizer.read_crops(arrays)[0])
+        readings = [reader.read_lines([path for path, _ in samples]) for reader in readers]
         readings.append([tesseract.text(path, psm) for path, _ in samples])
         for who, texts in zip(("project", "project --char-lm", tesseract.version), readings):
             figures = compare.sample_figures(texts, labels, fold)

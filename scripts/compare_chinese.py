@@ -131,26 +131,21 @@ class Project(object):
         started = time.time()
         # TensorFlow is imported here, not earlier: its import is part of the start-up, as the
         # peers' imports are part of theirs.
-        from crnn_multigpu.ocr.char_lm import reading_decoder
-        from crnn_multigpu.ocr.inference import Recognizer
-        self.recognizer = Recognizer(run_dir)
+        from pathlib import Path
+        from crnn_multigpu.ocr import Reader
         # As crnn-predict reads: with the language's character model where it reads with one.
-        self.recognizer.language_model = reading_decoder(self.recognizer.language,
-                                                         self.recognizer.charset)
+        self.reader = Reader(Path(run_dir))
         self.startup = time.time() - started
         self.name = "this project"
 
     def read_lines(self, paths):
-        """The texts of line images (``read_crops``), in order."""
-        arrays = [self.recognizer.crop_array(path) for path in paths]
-        return [ZH.tidy(text) for text in self.recognizer.read_crops(arrays)[0]]
+        """The texts of line images, in order."""
+        return [ZH.tidy(text) for text in self.reader.read_lines(paths)]
 
     def read_page(self, path):
         """The non-empty rows of a page, pieces joined as the model's language joins them."""
-        from crnn_multigpu.ocr.page_reader import PageReader
-        with Image.open(path) as image:
-            text = PageReader(self.recognizer).read(image).text()
-        return [line for line in text.split("\n") if line.strip()]
+        return [line.text for page in self.reader.read(path).pages for line in page.lines
+                if line.text.strip()]
 
 
 def check_checkpoint(path):

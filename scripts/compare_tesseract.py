@@ -98,20 +98,19 @@ class Project(object):
     """The project's readers: the word model for words, the line model for lines and pages."""
 
     def __init__(self, word_model, line_model):
-        from crnn_multigpu.ocr.inference import Recognizer
+        from pathlib import Path
+        from crnn_multigpu.ocr import Reader
         started = time.time()
-        self.words = Recognizer(word_model) if word_model else None
-        self.lines = Recognizer(line_model)
+        self.words = Reader(Path(word_model)) if word_model else None
+        self.lines = Reader(Path(line_model))
         self.startup = time.time() - started
 
-    def read_words(self, recognizer, paths):
-        return recognizer.read_crops([recognizer.crop_array(path) for path in paths])[0]
+    def read_words(self, reader, paths):
+        return reader.read_lines(paths)
 
     def read_page(self, path):
-        from crnn_multigpu.ocr.page_reader import PageReader
-        with Image.open(path) as image:
-            text = PageReader(self.lines).read(image).text()
-        return [tidy(line) for line in text.split("\n") if line.strip()]
+        return [tidy(line.text) for page in self.lines.read(path).pages for line in page.lines
+                if line.text.strip()]
 
 
 def tidy(text):

@@ -176,9 +176,10 @@ def main(argv=None):
     recognizer = None
     if args.checkpoint:
         from crnn_multigpu.datasets import load_image
-        from crnn_multigpu.ocr.inference import Recognizer
+        from pathlib import Path
+        from crnn_multigpu.ocr import Reader
         from crnn_multigpu.ocr.metrics import text_metrics
-        recognizer = Recognizer(args.checkpoint)
+        recognizer = Reader(Path(args.checkpoint)).recognizer  # as crnn-predict reads
     totals = dict(words=0, covered=0, rows=0, exact=0, found=0)
     predictions, references, unreadable = [], [], []
     with tempfile.TemporaryDirectory() as scratch:

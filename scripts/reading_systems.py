@@ -188,32 +188,27 @@ def readers(language, model, onnx, scratch, threads, timeout):
 
 def worker(argv=None):
     """The project's side of :class:`Streaming`: read pages as crnn-predict --page does, with
-    the library's PageReader."""
+    the library's Reader."""
     started = time.time()
     parser = argparse.ArgumentParser(description="this project answering page by page")
     parser.add_argument("--engine", choices=("tf", "onnx"), required=True)
     parser.add_argument("--checkpoint", required=True)
     args = parser.parse_args(argv)
-    from crnn_multigpu.ocr.page_reader import PageReader
+    from pathlib import Path
+    from crnn_multigpu.ocr import Reader
+    reader = Reader(Path(args.checkpoint), engine=args.engine)
     if args.engine == "onnx":
         import onnxruntime
-        from crnn_multigpu.ocr.onnx_reader import OnnxRecognizer
-        recognizer = OnnxRecognizer(args.checkpoint)
         version = "ONNX Runtime " + onnxruntime.__version__
     else:
         from crnn_multigpu.compat import tf
-        from crnn_multigpu.ocr.inference import Recognizer
-        recognizer, version = Recognizer(args.checkpoint), "TensorFlow " + tf.__version__
-    from crnn_multigpu.ocr.char_lm import reading_decoder
-    recognizer.language_model = reading_decoder(recognizer.language, recognizer.charset)
-    reader = PageReader(recognizer)
+        version = "TensorFlow " + tf.__version__
     print(json.dumps({"version": version, "startup": time.time() - started}), flush=True)
     for path in requested_paths((), "-"):
-        try:
-            rows = [[row.text] for row in reader.read(path).rows if row.text]
-        except ValueError as error:  # a page refused (its way up unclear) reads as nothing
-            sys.stderr.write("note: %s: %s\n" % (path, error))
-            rows = []
+        document = reader.read(path)
+        for skipped in document.skipped:  # a page refused (its way up unclear) reads as nothing
+            sys.stderr.write("note: %s: %s\n" % skipped)
+        rows = [[line.text] for page in document.pages for line in page.lines if line.text]
         print(json.dumps({"path": path, "rows": rows}, ensure_ascii=False), flush=True)
     return 0
 

@@ -73,8 +73,8 @@ def main(argv=None):
                         help="read with the language's character model, as crnn-predict does "
                              "(default: greedy, the model's own reading)")
     args = parser.parse_args(argv)
-    from crnn_multigpu.ocr.char_lm import reading_decoder
-    from crnn_multigpu.ocr.inference import Recognizer
+    from pathlib import Path
+    from crnn_multigpu.ocr import Reader
     lines, rng = heldout_lines(args.lines, args.seed)
     with tempfile.TemporaryDirectory() as out:
         sets = printed_sets(lines, rng, out)
@@ -82,11 +82,10 @@ def main(argv=None):
         print("|---" * (len(args.checkpoint) + 1) + "|")
         cells = dict((family, []) for family in sets)
         for checkpoint in args.checkpoint:
-            reader = Recognizer(checkpoint)
-            reader.language_model = reading_decoder(reader.language, reader.charset,
-                                                    enabled=args.char_lm)
+            reader = Reader(Path(checkpoint), char_lm=args.char_lm)
             for family, samples in sorted(sets.items()):
-                texts, _ = reader.read_crops([array for array, _ in samples])
+                # The samples are arrays as the model reads them already: its crop reading.
+                texts, _ = reader.recognizer.read_crops([array for array, _ in samples])
                 figures = line_figures(texts, [label for _, label in samples])
                 cells[family].append(cell(figures["word_accuracy"], figures["cer"]))
             reader.close()

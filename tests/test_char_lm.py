@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from crnn_multigpu.cli.reading import language_model_decoder
+from crnn_multigpu.ocr.reader import language_model_decoder
 from crnn_multigpu.ocr.char_lm import (CharLmDecoder, CharNgramModel, prose_language_model,
                                        weighted_words)
 from crnn_multigpu.datasets.charset import Charset
@@ -151,24 +151,21 @@ def test_a_word_list_joins_the_counts_by_the_logarithm_of_its_frequencies(tmp_pa
 
 
 def test_a_language_says_whether_its_text_is_read_with_its_model():
-    args = argparse.Namespace(char_lm=None, lm_weight=None, lm_bonus=None, beam_width=0)
     chinese = get_language("zh")
     reader = argparse.Namespace(language=chinese, charset=chinese.charset)
-    decoder = language_model_decoder(args, reader)  # the shipped counts of zh.json
+    decoder = language_model_decoder(reader)  # the shipped counts of zh.json
     assert (decoder.model.order, decoder.weight, decoder.bonus) == (
         chinese.char_lm["order"], chinese.char_lm["weight"], chinese.char_lm["bonus"])
     # Counted for the model's charset: the common word outweighs its look-alike.
     assert decoder.model.text_log_prob(u"\u76ee\u5f55") > \
         decoder.model.text_log_prob(u"\u65e5\u5f55") + 2.0  # "目录" against "日录"
-    for off in (dict(char_lm=False, beam_width=0), dict(char_lm=None, beam_width=10)):
+    for off in (dict(enabled=False, beam_width=0), dict(enabled=None, beam_width=10)):
         # --no-char-lm, or --beam-width: TensorFlow's beam search, which the character model's
         # search would replace.
-        assert language_model_decoder(argparse.Namespace(lm_weight=None, lm_bonus=None, **off),
-                                      reader) is None, off
-    assert language_model_decoder(argparse.Namespace(
-        char_lm=True, beam_width=10, lm_weight=None, lm_bonus=None), reader) is not None
+        assert language_model_decoder(reader, **off) is None, off
+    assert language_model_decoder(reader, enabled=True, beam_width=10) is not None
     english = get_language("en")
-    assert language_model_decoder(args, argparse.Namespace(
+    assert language_model_decoder(argparse.Namespace(
         language=english, charset=english.charset)) is None  # English: only with --char-lm
 
 

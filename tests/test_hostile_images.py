@@ -63,16 +63,18 @@ def test_predict_skips_each_bad_image_and_reads_its_neighbours_as_alone(hostile,
     mixed = [hostile["good"][0], hostile["bomb"], hostile["good"][1], hostile["nan"]] + \
         hostile["good"][2:]
     code, out, err = run_captured(predict.main, mixed, capsys)
-    assert code == 0 and out.splitlines() == alone
+    assert code == 1 and out.splitlines() == alone   # 1: something was skipped
     skipped = [line for line in err.splitlines() if line.startswith("skipped: ")]
     assert len(skipped) == 2 and "bomb.png" in skipped[0] and "nan.tif" in skipped[1], err
 
 
-def test_a_bomb_page_is_one_error_line(hostile, capsys):
-    code, _, err = run_captured(predict.main, ["--page", hostile["bomb"]], capsys)
+def test_a_bomb_page_is_one_skipped_line_before_it_is_decoded(hostile, capsys):
+    code, out, err = run_captured(predict.main, ["--page", hostile["bomb"]], capsys)
     lines = [line for line in err.splitlines() if line.strip() and not line.startswith("INFO ")]
-    assert code == 2 and len(lines) == 1, err
-    assert lines[0].startswith("error: cannot read image ") and "bomb.png" in lines[0]
+    assert code == 1 and out == "" and len(lines) == 1, err
+    assert lines[0].startswith("skipped: %s: it has 400.0 M pixels, more than the 89.5 M"
+                               % hostile["bomb"]) and MAX_PIXELS_ENV in lines[0]
+    assert "DecompressionBomb" not in err
 
 
 def test_evaluate_counts_bad_images_as_unreadable(tiny_dataset, hostile, tmp_path, capsys):

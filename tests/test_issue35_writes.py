@@ -189,7 +189,7 @@ def test_a_picture_that_cannot_be_written_is_refused_before_reading(tool, tiny_d
     image = os.path.join(tiny_dataset, "images", sorted(os.listdir(
         os.path.join(tiny_dataset, "images")))[0])
     module, argv = PICTURE_TOOLS[tool](tiny_dataset, image)
-    monkeypatch.setattr(module, "chosen_recognizer",
+    monkeypatch.setattr(module, "chosen_reader",
                         lambda *args: pytest.fail("a model was loaded before --picture was checked"))
     afile = str(tmp_path / "afile.txt")
     open(afile, "w").close()

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from crnn_multigpu.cli import predict, reading
+from crnn_multigpu.cli import predict
+from crnn_multigpu.ocr import reader
 from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.datasets.lines import ascii_spelling
@@ -193,15 +194,15 @@ def test_the_shipped_text_model_reads_a_printed_page(tmp_path, capsys):
 def test_page_and_lines_without_the_text_model_say_how_to_make_one(tmp_path, capsys,
                                                                      monkeypatch):
     missing = str(tmp_path / "models" / "text")
-    monkeypatch.setattr(reading, "shipped_model",
+    monkeypatch.setattr(reader, "shipped_model",
                         lambda name: missing if name == "text" else shipped_model(name))
     path = str(tmp_path / "page.png")
     render_page()[0].save(path)
     for flag in ("--page", "--lines"):
         assert predict.main([flag, path]) == 2
         error = capsys.readouterr().err
-        assert error.count("\n") == 1 and "error: no --checkpoint given and the shipped model " \
-            "is missing from %s" % missing in error and "make train-lines" in error
+        assert error.count("\n") == 1 and "error: the shipped model is missing from %s" \
+            % missing in error and "make train-lines" in error
     # The word model (128 px wide, no space) cannot read lines: said, not tried, whether it is
     # named or given by its path.
     for flags in (["--page", "--model", "words"], ["--lines", "--checkpoint",

@@ -19,6 +19,7 @@ from crnn_multigpu.ocr.page import ink_mask
 from crnn_multigpu.ocr.page_reader import (ACROSS, ALL_TURNS, CLEAR_HALF_TURN,
                                            CLEAR_QUARTER_TURN, DOWN, READABLE, SAMPLE_LINES,
                                            PageReader, clearest_turn, layout_turns)
+from crnn_multigpu.ocr.reader import Reader
 from test_page import DEJAVU, render_page
 
 TURNS = (0, 90, 180, 270)
@@ -102,7 +103,7 @@ def test_a_page_the_model_cannot_tell_the_way_up_of_is_read_as_it_comes_with_a_w
     for path in paths:
         text_page(["Upside down or not, the model", "reads this page about as surely",
                    "either way: it cannot tell."]).save(path)
-    monkeypatch.setattr(predict, "chosen_recognizer", lambda *args: CountingReader())
+    monkeypatch.setattr(predict, "chosen_reader", lambda args: Reader.around(CountingReader()))
     # As found 10 % less sure than upside down: best upside down, but not clearly.
     monkeypatch.setattr(page_reader, "sample_losses", lambda *args, **kwargs: (0.022, 0.020))
     assert predict.main(["--page", "--format", "json"] + paths) == 0

@@ -7,8 +7,7 @@ import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, console_entry, positive_int, print_figures,
                                       check_output_file, report_unreadable, setup_logging)
-from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
-                                       lexicon_words)
+from crnn_multigpu.cli.reading import add_reading_arguments, chosen_reader
 from crnn_multigpu.ocr.metrics import SCORINGS
 
 
@@ -84,12 +83,10 @@ def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
     check_output_file(args.picture, "--picture", args.overwrite)
-    words = lexicon_words(args)
     from crnn_multigpu.datasets import open_dataset
-    run = chosen_run(args)
+    recognizer = chosen_reader(args).recognizer   # its lexicon read first: a bad one fails fast
     # Labels outside the charset cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
-    recognizer = chosen_recognizer(args, run, words)
     figures, examples = evaluated(args, recognizer, dataset)
     if args.picture:
         from crnn_multigpu.ocr.picture import prediction_grid

@@ -11,21 +11,27 @@ pages separated by a form feed; a PDF document is read page by page (``--pages``
 chosen), each drawn at ``--dpi`` by poppler (crnn_multigpu.datasets.pdf) and named
 ``file.pdf#page=N``. ``--format json`` prints
 one JSON object per image instead,
-``--format hocr`` (with ``--page``) one hOCR document of the pages (crnn_multigpu.ocr.page_result).
+``--format hocr`` (with ``--page``) one hOCR document of the pages (crnn_multigpu.ocr.page_result),
+``--format pdf --out FILE.pdf`` (with ``--page``) a searchable PDF of them
+(crnn_multigpu.ocr.searchable_pdf).
 ``--engine onnx --checkpoint EXPORT``: the model is run by onnxruntime from what
 ``crnn-export --format onnx`` wrote (TensorFlow's readings, without TensorFlow running it).
+
+This is argparse over :class:`crnn_multigpu.ocr.Reader`, which reads the same way from Python.
+Each input is read or skipped on its own (``skipped: NAME: reason`` on stderr, exit status 1);
+names are escaped as :mod:`crnn_multigpu.ocr.names` says.
 """
 import argparse
-import functools
-import json
 import os
 import sys
 
 from crnn_multigpu.cli.common import (ArgumentParser, check_output_file, console_entry,
                                       int_range, setup_logging)
-from crnn_multigpu.cli.reading import (add_reading_arguments, chosen_recognizer, chosen_run,
-                                       lexicon_words)
+from crnn_multigpu.cli.pdf_output import check_pdf_request
+from crnn_multigpu.cli.reading import add_reading_arguments, chosen_reader
 from crnn_multigpu.datasets import pdf
+from crnn_multigpu.ocr.names import escaped, json_line
+from crnn_multigpu.ocr.reader import page_sources
 
 
 def build_parser():
@@ -49,13 +55,7 @@ def build_parser():
                         help="--page: the pages of each PDF to read, numbers and ranges joined "
                              "by commas, e.g. 3-5 or 1,4- (4-: page 4 to the last; default: "
                              "every page); images are read whole")
-    parser.add_argument("--with-prob", action="store_true", help="add a third column: log probability")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text (default): path<TAB>text per image, or each page's text; "
-                             "json: one JSON object per image, one a line (crops: image, text, "
-                             "confidence; --page: the page's rows with their boxes, texts and "
-                             "confidences); hocr, with --page: one hOCR document (Tesseract's "
-                             "HTML) of the pages")
+    add_output_arguments(parser)
     add_reading_arguments(parser, picture_help="write a PNG grid of the inputs with their "
                                                "predictions (--page: the page with its line "
                                                "boxes and text)")
@@ -63,8 +63,24 @@ def build_parser():
     return parser
 
 
-FORMATS = ("text", "json", "hocr")
+def add_output_arguments(parser):
+    """--format, --out and --with-prob: what is printed or written."""
+    parser.add_argument("--with-prob", action="store_true",
+                        help="add a third column: log probability")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text (default): path<TAB>text per image, or each page's text; "
+                             "json: one JSON object per image, one a line (crops: image, text, "
+                             "confidence; --page: the page's rows with their boxes, texts and "
+                             "confidences); hocr, with --page: one hOCR document (Tesseract's "
+                             "HTML) of the pages; pdf, with --page and --out: a searchable PDF, "
+                             "each page's image with its text laid invisibly on it")
+    parser.add_argument("--out", metavar="FILE.pdf",
+                        help="--format pdf: the PDF to write (never replaced unless --overwrite)")
+
+
+FORMATS = ("text", "json", "hocr", "pdf")
 MIN_DPI, MAX_DPI, DEFAULT_DPI = pdf.MIN_DPI, pdf.MAX_DPI, pdf.DEFAULT_DPI
+SKIPPED = "skipped: %s: %s\n"
 # How a page lies that the page reader turned by this many degrees counter-clockwise to read.
 TURNED = {90: "by 90 degrees clockwise", 180: "upside down (by 180 degrees)",
           270: "by 90 degrees counter-clockwise"}
@@ -78,73 +94,54 @@ def page_selection(text):
         raise argparse.ArgumentTypeError(str(error))
 
 
-def read_page(reader, name, source, picture=None):
-    """The :class:`~crnn_multigpu.ocr.page_result.Page` named ``name`` (its path, or a PDF's
-    ``file.pdf#page=N``) read from ``source`` (what the page reader reads) by the PageReader
-    ``reader``; a note on stderr when the page lay turned, a warning when the way up it was
-    read at is in doubt or nothing was read on it."""
-    from dataclasses import replace
-    page = reader.read(source)
-    if page.image != name:
-        page = replace(page, image=name)
+def page_notes(name, page, picture):
+    """On stderr: a note when the page lay turned, a warning when the way up it was read at is
+    in doubt or nothing was read on it; its picture drawn."""
     if page.turn:
         sys.stderr.write("note: %s lies turned %s: read turned back upright\n"
-                         % (name, TURNED[page.turn]))
+                         % (escaped(name), TURNED[page.turn]))
     if page.doubt:
-        sys.stderr.write("warning: page %s: %s\n" % (name, page.doubt))
+        sys.stderr.write("warning: page %s: %s\n" % (escaped(name), page.doubt))
     if not page.text():
         sys.stderr.write("warning: found no text on page %s (blank, one flat shade, fully "
                          "transparent, or print too faint or small to find): its text is empty; "
-                         "check that it is the page you meant\n" % name)
+                         "check that it is the page you meant\n" % escaped(name))
     if picture:
         from crnn_multigpu.ocr.picture import label_font
         page.draw(picture, font=label_font(14))
         sys.stderr.write("wrote %s\n" % picture)
-    return page
 
 
-def page_sources(paths, dpi, selection=None):
-    """The pages of ``paths`` in order, ``(name, draw)``: an image is one page named by its
-    path; a PDF (known by its first bytes, whatever its name) gives each of its pages (those of
-    the PageSelection ``selection``, if one is given), named ``file.pdf#page=N`` and drawn at
-    ``dpi`` only when ``draw()`` is called, so one page at a time is held."""
-    sources, documents = [], 0
-    for path in paths:
-        if pdf.is_pdf(path):
-            documents += 1
-            count = pdf.page_count(path)
-            numbers = selection.numbers(count, path) if selection else range(1, count + 1)
-            sources.extend((pdf.page_name(path, number),
-                            functools.partial(pdf.render_page, path, number, dpi))
-                           for number in numbers)
+def read_pages(reader, sources, pictures, skipped):
+    """The pages of ``sources`` read one at a time (a generator of PageReadings), each noted
+    and drawn to its picture; a page that cannot be read is named on stderr and added to
+    ``skipped``; of several, each page is counted on stderr (a long PDF takes seconds a
+    page)."""
+    for index, reading in enumerate(reader.read_pages(sources)):
+        name = reading.source.name
+        if reading.page is None:
+            skipped.append(name)
+            sys.stderr.write(SKIPPED % (escaped(name), reading.reason))
         else:
-            sources.append((path, functools.partial(os.fspath, path)))
-    if selection and not documents:
-        raise ValueError("--pages %s chooses pages of PDF documents, and none of the inputs is "
-                         "one: leave --pages out to read the images" % selection.text)
-    return sources
-
-
-def read_pages(recognizer, sources, pictures):
-    """The pages of ``sources`` (:func:`page_sources`) read one at a time (a generator), each
-    drawn to its picture; of several, each read page is counted on stderr (a long PDF takes
-    seconds a page)."""
-    from crnn_multigpu.ocr.page_reader import PageReader
-    reader = PageReader(recognizer)
-    for index, (name, draw) in enumerate(sources):
-        page = read_page(reader, name, draw(), pictures[index] if pictures else None)
+            page_notes(name, reading.page, pictures[index] if pictures else None)
         if len(sources) > 1:
-            sys.stderr.write("read page %d of %d: %s\n" % (index + 1, len(sources), name))
-        yield page
+            sys.stderr.write("read page %d of %d: %s\n" % (index + 1, len(sources), escaped(name)))
+        if reading.page is not None:
+            yield reading
 
 
-def write_pages(pages, form):
-    """Print ``pages`` as they are read, in the --format ``form``."""
+def write_pages(readings, args):
+    """Print the pages of ``readings`` as they are read, in the --format ``form``; with pdf
+    write them to --out once all are read."""
     from crnn_multigpu.ocr.page_result import hocr_parts
+    form, pages = args.format, (reading.page for reading in readings)
+    if form == "pdf":
+        write_pdf(list(readings), args.out)
+        return
     if form == "hocr":
         parts = hocr_parts(pages)
     elif form == "json":
-        parts = (json.dumps(page.to_json(), ensure_ascii=False) + "\n" for page in pages)
+        parts = (json_line(page.to_json()) + "\n" for page in pages)
     else:
         parts = (("\f" if index else "") + page.text() + "\n"
                  for index, page in enumerate(pages))
@@ -152,65 +149,33 @@ def write_pages(pages, form):
         sys.stdout.write(part)
 
 
-def require_a_page_for_hocr(args):
-    """Refuse --format hocr without --page: hOCR describes pages, their lines and boxes."""
+def write_pdf(readings, out):
+    """Write the pages of ``readings`` to the searchable PDF ``out``, each page's image drawn
+    again from its source (the pages read keep no pixels: one page image in memory at a
+    time)."""
+    from dataclasses import replace
+    from crnn_multigpu.ocr.document import Document
+    if not readings:
+        raise ValueError("no page could be read: %s was not written" % out)
+    Document([replace(reading.page, upright=None) for reading in readings],
+             sources=[reading.source for reading in readings]).save_pdf(out)
+    sys.stderr.write("wrote %s\n" % out)
+
+
+def check_arguments(args):
+    """Refuse --format hocr without --page (hOCR describes pages, their lines and boxes),
+    --pages without --page, and a --format pdf that could not be written."""
     if args.format == "hocr" and not args.page:
         raise ValueError("--format hocr describes pages (their lines and where they lie): add "
                          "--page to read the images as pages, or use --format text or json "
                          "for word and line crops")
-
-
-def require_a_line_reader(recognizer, flag):
-    """Refuse a model that cannot read whole lines: one of fixed-width crops, or without the
-    space (the shipped words model, by --model or by path, is both)."""
-    if recognizer.image_width or " " not in recognizer.charset:
-        raise ValueError("%s needs a model that reads whole lines (any width, a charset with the "
-                         "space); %s reads %s crops of %d characters: use the text model (drop "
-                         "--model and --checkpoint, or --model text)"
-                         % (flag, recognizer.checkpoint, "%d px wide" % recognizer.image_width
-                            if recognizer.image_width else "single-word", len(recognizer.charset)))
-
-
-# An image at least this tall in which the page reader finds at least this many lines of text
-# is a page, not a word or a line: read as a crop it comes out as a character or two.
-PAGE_HINT_MIN_HEIGHT = 100
-PAGE_HINT_ROWS = 3
-
-
-def load_crops(paths, crop_array):
-    """``(readable paths, arrays, failed count)`` of word or line crops made arrays by
-    ``crop_array`` (the recognizer's); a note on stderr for an unreadable image, and for one
-    that looks like a whole page (read it with --page)."""
-    readable, arrays, failed = [], [], 0
-    for path in paths:
-        if pdf.is_pdf(path):
-            failed += 1
-            sys.stderr.write("skipped: %s is a PDF document: read its pages with --page\n" % path)
-            continue
-        try:
-            arrays.append(crop_array(path))
-            readable.append(path)
-        except (ValueError, OSError) as error:
-            failed += 1
-            sys.stderr.write("skipped: %s\n" % error)
-            continue
-        rows = page_rows(path)
-        if rows >= PAGE_HINT_ROWS:
-            sys.stderr.write("note: %s looks like a page (%d lines of text) but is read as one "
-                             "word or line: pass --page to read its lines\n" % (path, rows))
-    return readable, arrays, failed
-
-
-def page_rows(path):
-    """How many lines of text the page reader finds in the image at ``path``; 0 without looking
-    for an image shorter than :data:`PAGE_HINT_MIN_HEIGHT` (a word or line crop)."""
-    from PIL import Image
-    from crnn_multigpu.datasets.images import grey_page
-    from crnn_multigpu.ocr.page import find_lines
-    with Image.open(path) as header:  # the size only: nothing decoded for a crop
-        if header.height < PAGE_HINT_MIN_HEIGHT:
-            return 0
-    return len(set(box.row for box in find_lines(grey_page(path))))
+    if args.pages and not args.page:
+        raise ValueError("--pages chooses the pages of PDF documents read with --page: add "
+                         "--page")
+    if args.out and args.format != "pdf":
+        raise ValueError("--out names the file of --format pdf; the other formats print: add "
+                         "--format pdf, or drop --out")
+    check_pdf_request(args.format, args.page, args.out, args.overwrite)
 
 
 def picture_path(picture, index, count):
@@ -231,52 +196,57 @@ def picture_paths(args, pages):
     return [picture_path(args.picture, index, pages) for index in range(pages)]
 
 
-def write_crops(recognizer, args):
-    """Read and print the word or line crops of ``args.images``; the exit code."""
-    readable, arrays, failed = load_crops(args.images, recognizer.crop_array)
-    texts, log_probs = recognizer.read_crops(arrays) if arrays else ([], [])
-    for path, text, log_prob, array in zip(readable, texts, log_probs, arrays):
-        sys.stdout.write(crop_output(args, path, text, log_prob,
-                                   array.shape[1] / float(recognizer.downsample)) + "\n")
+def write_crops(reader, args):
+    """Read and print the word or line crops of ``args.images``; the exit code (1 when one was
+    skipped)."""
+    readings = reader.crop_readings(args.images)
+    for reading in readings:
+        if reading.reason is not None:
+            sys.stderr.write(SKIPPED % (escaped(reading.name), reading.reason))
+            continue
+        if reading.rows:
+            sys.stderr.write("note: %s looks like a page (%d lines of text) but is read as one "
+                             "word or line: pass --page to read its lines\n"
+                             % (escaped(reading.name), reading.rows))
+        sys.stdout.write(crop_output(args, reading) + "\n")
+    arrays = [reading.array for reading in readings if reading.reason is None]
     if args.picture and arrays:
         from crnn_multigpu.ocr.picture import prediction_grid
-        prediction_grid(arrays, texts, None, args.picture)
+        prediction_grid(arrays, [r.text for r in readings if r.reason is None], None, args.picture)
         sys.stderr.write("wrote %s\n" % args.picture)
-    return 1 if failed and not readable else 0
+    return 1 if len(arrays) < len(readings) else 0
 
 
-def crop_output(args, path, text, log_prob, frames):
-    """One crop's output line: ``path<TAB>text`` (``<TAB>log probability`` with --with-prob),
+def crop_output(args, reading):
+    """One crop's output line: ``name<TAB>text`` (``<TAB>log probability`` with --with-prob),
     or with --format json ``{"image", "text", "confidence"}`` (and ``"log_prob"``)."""
     if args.format == "json":
-        from crnn_multigpu.ocr.page_result import confidence
-        reading = {"image": path, "text": text,
-                   "confidence": round(confidence(log_prob, frames), 4)}
+        line = {"image": reading.name, "text": reading.text,
+                "confidence": round(reading.confidence, 4)}
         if args.with_prob:
-            reading["log_prob"] = round(log_prob, 4)
-        return json.dumps(reading, ensure_ascii=False)
-    return "%s\t%s\t%.4f" % (path, text, log_prob) if args.with_prob else "%s\t%s" % (path, text)
+            line["log_prob"] = round(reading.log_prob, 4)
+        return json_line(line)
+    columns = [escaped(reading.name), reading.text] + (
+        ["%.4f" % reading.log_prob] if args.with_prob else [])
+    return "\t".join(columns)
 
 
 def main_body(argv=None):
     args = build_parser().parse_args(argv)
     setup_logging(args.verbose)
-    require_a_page_for_hocr(args)
-    if args.pages and not args.page:
-        raise ValueError("--pages chooses the pages of PDF documents read with --page: add "
-                         "--page")
-    sources = page_sources(args.images, args.dpi, args.pages) if args.page else []
+    check_arguments(args)
+    sources = page_sources(args.images, args.pages, args.dpi) if args.page else []
     pictures = picture_paths(args, len(sources))
     for picture in pictures:
         check_output_file(picture, "--picture", args.overwrite)
-    words = lexicon_words(args)
-    recognizer = chosen_recognizer(args, chosen_run(args), words)
+    reader = chosen_reader(args)
     if args.lines or args.page:
-        require_a_line_reader(recognizer, "--page" if args.page else "--lines")
-    if args.page:
-        write_pages(read_pages(recognizer, sources, pictures), args.format)
-        return 0
-    return write_crops(recognizer, args)
+        reader.require_line_model(("--page" if args.page else "--lines"))
+    if not args.page:
+        return write_crops(reader, args)
+    skipped = []
+    write_pages(read_pages(reader, sources, pictures, skipped), args)
+    return 1 if skipped else 0
 
 
 main = console_entry(main_body, "crnn-predict")

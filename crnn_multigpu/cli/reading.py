@@ -1,27 +1,14 @@
-"""What the reading tools (crnn-evaluate, crnn-predict, crnn-export) share: which model reads
-(a shipped model, a run or an ONNX export) and what runs it (TensorFlow or onnxruntime), how
-its frames are decoded (greedy, beam, language model, lexicon), on how many towers, and the
-picture of what it read."""
-import os
-
+"""What the reading tools (crnn-evaluate, crnn-predict, crnn-export) share: the options that
+say which model reads (a shipped model, a run or an ONNX export) and what runs it (TensorFlow
+or onnxruntime), how its frames are decoded (greedy, beam, language model, lexicon), on how many
+towers, and the picture of what it read; :func:`chosen_reader` makes the
+:class:`~crnn_multigpu.ocr.reader.Reader` they describe."""
 from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_class,
                                       float_range, non_negative_int, positive_int)
 from crnn_multigpu.datasets.language import get_language, language_names
-from crnn_multigpu.ocr import char_lm, ctc
-from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED, resolve_run, shipped_model
-
-# --lm-weight W raises the character model's probabilities to the power W in the fused score
-# (char_lm: log p_ctc + W log p_lm + B len). At 1 they count as counted, as much as the
-# image's; above 1 the model is made surer than its own counts, overruling the pixels more
-# and more (the text model on 60 words / 30 lines at the default bonus: 100 / 97 % right at
-# 0.2, 88 / 50 % at 1, 37 / 27 % at 2, 10 / 20 % at 4).
-MAX_LM_WEIGHT = 1.0
-# --lm-bonus B pays B nats for every character read. The search tries only characters with at
-# least 1e-3 of a frame (char_lm._PRUNE), so the image charges at most -log(1e-3) = 6.9 nats
-# for any of them: a larger bonus pays for characters whatever the pixels say, and readings
-# fill with them (30 lines at weight 0.2: 97 % right at bonus 1.5, 63 % at 7, 37 % at 10).
-MAX_LM_BONUS = round(-float(char_lm._PRUNE), 1)
-
+from crnn_multigpu.ocr import ctc
+from crnn_multigpu.ocr.reader import MAX_LM_BONUS, MAX_LM_WEIGHT
+from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED
 
 def add_reading_arguments(parser, picture_help):
     """The options every tool that reads images takes: model, engine, decoding, towers,
@@ -107,35 +94,6 @@ def _described(setting):
                      for language in map(get_language, language_names()))
 
 
-def language_model_decoder(args, reader):
-    """The CharLmDecoder the language-model flags give ``reader`` (a TextReader: its charset
-    and language), or None: --char-lm, --no-char-lm, else the language's default unless
-    --beam-width asks for TensorFlow's beam search (whose reading the character model's
-    search would replace)."""
-    enabled = args.char_lm
-    if enabled is None and getattr(args, "beam_width", 0) > 1:
-        enabled = False
-    return char_lm.reading_decoder(reader.language, reader.charset, enabled, args.lm_weight,
-                                   args.lm_bonus)
-
-
-def lexicon_words(args):
-    """The words of --lexicon, or None; read before the model loads so a bad file fails fast."""
-    if args.lexicon is None:
-        return None
-    from crnn_multigpu.ocr.lexicon import read_lexicon
-    return read_lexicon(args.lexicon)
-
-
-def lexicon_decoder(args, words, charset):
-    """The LexiconDecoder of the lexicon flags for a model's charset, or None without words."""
-    if words is None:
-        return None
-    from crnn_multigpu.ocr.lexicon import LexiconDecoder
-    return LexiconDecoder(words, charset, delta=args.lexicon_delta, search=args.lexicon_search,
-                          name="lexicon %s" % args.lexicon)
-
-
 def add_model_arguments(parser):
     """--checkpoint, --model and --model-class: which model reads."""
     parser.add_argument("--checkpoint",
@@ -150,44 +108,17 @@ def add_model_arguments(parser):
     add_model_class_argument(parser)
 
 
-def chosen_run(args, default=DEFAULT_MODEL):
-    """``(run_dir, checkpoint prefix or None)`` of --checkpoint, or --model (else ``default``);
-    with ``--engine onnx`` ``(the ONNX file, None)``: the export --checkpoint names, or the
-    shipped model's ONNX file."""
-    from crnn_multigpu.ocr.onnx_reader import is_onnx_export, onnx_file
+def chosen_reader(args):
+    """The :class:`~crnn_multigpu.ocr.reader.Reader` the reading options describe: --checkpoint
+    (a path) or --model (else the text model), run by --engine on --towers, read as
+    --beam-width, --char-lm and --lexicon say."""
+    from pathlib import Path
+    from crnn_multigpu.ocr.reader import Reader
     if args.checkpoint is not None and args.model is not None:
         raise ValueError("give --checkpoint or --model, not both: --model names a shipped "
                          "model, used when there is no --checkpoint")
-    if args.engine == "onnx":
-        if args.towers > 1:
-            raise ValueError("--towers splits batches over TensorFlow devices; --engine onnx "
-                             "runs one onnxruntime session on all cores: drop --towers")
-        if args.checkpoint is None:
-            return shipped_model(args.model or default, engine="onnx"), None
-        return onnx_file(args.checkpoint), None
-    if args.checkpoint is not None and is_onnx_export(args.checkpoint):
-        from crnn_multigpu.runtime.checkpoints import checkpoint_dir
-        if not os.path.isdir(checkpoint_dir(args.checkpoint)):  # not a run that has both
-            raise ValueError("--checkpoint %s is an ONNX export: read it with --engine onnx"
-                             % args.checkpoint)
-    if args.checkpoint is None:
-        return resolve_run(None, args.model or default)
-    return resolve_run(args.checkpoint)
-
-
-def chosen_recognizer(args, run, words):
-    """The reader the reading options describe: ``run`` (``chosen_run``'s answer) run by
-    --engine (TensorFlow's Recognizer on --towers, or an OnnxRecognizer), read as --beam-width,
-    --char-lm and --lexicon say (``words``: ``lexicon_words``'s answer, read before the model
-    loads)."""
-    run_dir, checkpoint = run
-    if args.engine == "onnx":
-        from crnn_multigpu.ocr.onnx_reader import OnnxRecognizer
-        recognizer = OnnxRecognizer(run_dir, beam_width=args.beam_width)
-    else:
-        from crnn_multigpu.ocr.inference import Recognizer
-        recognizer = Recognizer(run_dir, beam_width=args.beam_width, checkpoint=checkpoint,
-                                towers=args.towers, model_cls=chosen_model_class(args))
-    recognizer.language_model = language_model_decoder(args, recognizer)
-    recognizer.lexicon = lexicon_decoder(args, words, recognizer.charset)
-    return recognizer
+    model = Path(args.checkpoint) if args.checkpoint is not None else args.model or DEFAULT_MODEL
+    return Reader(model, engine=args.engine, beam_width=args.beam_width, char_lm=args.char_lm,
+                  lm_weight=args.lm_weight, lm_bonus=args.lm_bonus, lexicon=args.lexicon,
+                  lexicon_delta=args.lexicon_delta, lexicon_search=args.lexicon_search,
+                  towers=args.towers, model_class=chosen_model_class(args))

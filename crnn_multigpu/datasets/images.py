@@ -29,11 +29,18 @@ _EIGHT_BIT_MODES = ("L", "P", "RGB", "RGBA", "LA", "1", "CMYK", "YCbCr", "RGBX",
 # Below this spread (in [0, 1] units) an image is flat: stretching would only
 # amplify noise or quantisation steps.
 _MIN_CONTRAST = 2.0 / 255.0
-# An image of more than Image.MAX_IMAGE_PIXELS (89.5 M by default) is refused before it is
-# decoded (:func:`require_pixels`): a 90 KB PNG can declare 20000 x 20000 pixels (Pillow itself
-# only warns up to twice the limit, in a raw DecompressionBombWarning line). Raise the limit
-# for real large scans with this environment variable.
+# A file whose header declares more than Image.MAX_IMAGE_PIXELS (89.5 M by default: a 600 dpi
+# page of 37 x 50 cm) is refused before it is decoded (:func:`require_pixels`): a 90 KB PNG can
+# declare 20000 x 20000 pixels (Pillow itself only warns up to twice the limit, in a raw
+# DecompressionBombWarning line). Raise the limit for real large scans with this variable.
 MAX_PIXELS_ENV = "CRNN_MAX_IMAGE_PIXELS"
+# EXIF's Orientation tag: how a camera's stored pixels must be turned to show what it saw, and
+# the transposition that shows them so for each of its values (the EXIF standard's table).
+EXIF_ORIENTATION = 0x0112
+_TRANSPOSE = getattr(Image, "Transpose", Image)
+EXIF_TURNS = {2: _TRANSPOSE.FLIP_LEFT_RIGHT, 3: _TRANSPOSE.ROTATE_180,
+              4: _TRANSPOSE.FLIP_TOP_BOTTOM, 5: _TRANSPOSE.TRANSPOSE, 6: _TRANSPOSE.ROTATE_270,
+              7: _TRANSPOSE.TRANSVERSE, 8: _TRANSPOSE.ROTATE_90}
 # Errors Pillow raises for files it cannot read. DecompressionBombError is neither an
 # OSError nor a ValueError; UnidentifiedImageError and truncation are OSErrors, and some
 # plugins raise SyntaxError/ValueError/EOFError on garbage headers.
@@ -61,6 +68,15 @@ def _describe(source):
     return str(source)
 
 
+class UnreadableImage(ValueError):
+    """An image that cannot be read: ``cannot read image NAME: REASON``; ``name`` and ``reason``
+    apart, for a tool that names the file once (``skipped: NAME: REASON``)."""
+
+    def __init__(self, name, reason):
+        super(UnreadableImage, self).__init__("cannot read image %s: %s" % (name, reason))
+        self.name, self.reason = name, reason
+
+
 def pixel_limit():
     """The most pixels an image (or a drawn PDF page) may have: Pillow's ``MAX_IMAGE_PIXELS``,
     set by ``$CRNN_MAX_IMAGE_PIXELS``."""
@@ -71,17 +87,19 @@ def require_pixels(pixels, name):
     """Refuse ``pixels`` more than :func:`pixel_limit` for the image called ``name``, in one
     line saying how to raise the limit."""
     if pixels > pixel_limit():
-        raise ValueError("cannot read image %s: it has %.1f M pixels, more than the %.1f M an "
-                         "image may have here (a decompression bomb, or a scan larger than "
-                         "reading needs); if it is genuine, raise the limit with $%s=PIXELS"
-                         % (name, pixels / 1e6, pixel_limit() / 1e6, MAX_PIXELS_ENV))
+        raise UnreadableImage(name, "it has %.1f M pixels, more than the %.1f M an image may "
+                                    "have here (a decompression bomb, or a scan larger than "
+                                    "reading needs); if it is genuine, raise the limit with "
+                                    "$%s=PIXELS"
+                              % (pixels / 1e6, pixel_limit() / 1e6, MAX_PIXELS_ENV))
 
 
-def open_image(source, name=None):
-    """Return a fully decoded PIL image, or raise ValueError naming the source (or ``name``,
-    e.g. a PDF page's) and the reason. A path is checked before it is opened
-    (``files_check.regular_file``), and the pixels an image declares before it is decoded
-    (:func:`require_pixels`)."""
+def open_image(source, name=None, frame=0):
+    """A fully decoded PIL image as a viewer shows it: frame ``frame`` (from 0) of a file of
+    several (a multi-page TIFF), turned by its EXIF orientation (a phone's photo). Raises
+    :class:`UnreadableImage` (a ValueError) naming the source (or ``name``, e.g. a PDF page's)
+    and the reason. A path is checked before it is opened (``files_check.regular_file``), and
+    the pixels an image declares before it is decoded (:func:`require_pixels`)."""
     name = name or _describe(source)
     if isinstance(source, Image.Image):
         image = source
@@ -92,16 +110,33 @@ def open_image(source, name=None):
         regular_file(path)
         image = _header(path, name, path)
     try:
+        if frame:
+            image.seek(frame)
+            require_pixels(image.size[0] * image.size[1], name)  # each frame has its own size
+        # Read before the pixels: loading may close the file a TIFF's tags are read from.
+        orientation = image.getexif().get(EXIF_ORIENTATION)
         image.load()  # Image.open only parses the header; truncated pixel data surfaces here
     except UNREADABLE as error:
-        raise ValueError("cannot read image %s: %s" % (name, error))
-    return image
+        raise UnreadableImage(name, error)
+    return upright(image, orientation)
+
+
+def upright(image, orientation):
+    """``image`` turned as its EXIF ``orientation`` (1-8, or None) says, as a viewer shows it,
+    or itself when it needs no turn: the boxes of a page read from it are in what the user
+    sees. The result carries no orientation (it is not turned twice)."""
+    method = EXIF_TURNS.get(orientation)
+    if method is None:
+        return image
+    turned = image.transpose(method)
+    turned.info.pop("exif", None)
+    return turned
 
 
 def _header(stream, name, path):
     """The image of ``stream`` (a path, or bytes in a BytesIO) opened, not decoded, once its
-    size is within the limit; ValueError naming ``name`` otherwise. ``path``: the file, to say
-    what it is when Pillow cannot identify it."""
+    size is within the limit; UnreadableImage naming ``name`` otherwise. ``path``: the file, to
+    say what it is when Pillow cannot identify it."""
     try:
         with warnings.catch_warnings():
             # Pillow warns between one and two limits: require_pixels refuses it in one line.
@@ -110,12 +145,12 @@ def _header(stream, name, path):
     except Image.DecompressionBombError as error:  # past twice the limit: Pillow refuses
         declared = re.search(r"\((\d+) pixels\)", str(error))
         require_pixels(int(declared.group(1)) if declared else float("inf"), name)
-        raise ValueError("cannot read image %s: %s" % (name, error))
+        raise UnreadableImage(name, error)
     except Image.UnidentifiedImageError:
-        raise ValueError("cannot read image %s: %s" % (
-            name, not_an_image(path) if path else "not an image format Pillow reads"))
+        raise UnreadableImage(name, not_an_image(path) if path else
+                              "not an image format Pillow reads")
     except UNREADABLE as error:
-        raise ValueError("cannot read image %s: %s" % (name, error))
+        raise UnreadableImage(name, error)
     require_pixels(image.size[0] * image.size[1], name)
     return image
 
@@ -232,7 +267,7 @@ def grey_pixels(source, degrade=None):
     :func:`load_image` raises it."""
     image = open_image(source)
     if 0 in image.size:
-        raise ValueError("cannot read image %s: it has no pixels" % _describe(source))
+        raise UnreadableImage(_describe(source), "it has no pixels")
     _require_finite(image, source)
     if degrade is not None:
         image = degrade(_luminance(image))
@@ -261,9 +296,9 @@ def grey_page(source):
     """
     image = open_image(source)
     if min(image.size) < MIN_PAGE_SIDE:
-        raise ValueError("cannot read image %s as a page: it is %d x %d pixels, too small "
-                         "for a page (at least %d x %d); pass the scan of a page"
-                         % ((_describe(source),) + image.size + (MIN_PAGE_SIDE,) * 2))
+        raise UnreadableImage(_describe(source), "it is %d x %d pixels, too small for a page "
+                              "(at least %d x %d); pass the scan of a page"
+                              % (image.size + (MIN_PAGE_SIDE,) * 2))
     _require_finite(image, source)
     return _luminance(image)
 
@@ -273,8 +308,8 @@ def _require_finite(image, source):
     if image.mode.startswith("I") or image.mode == "F":
         finite = np.isfinite(np.asarray(image, dtype=np.float32))
         if not finite.all():
-            raise ValueError("cannot read image %s: %d of its pixels are NaN or infinite"
-                             % (_describe(source), int(finite.size - finite.sum())))
+            raise UnreadableImage(_describe(source), "%d of its pixels are NaN or infinite"
+                                  % int(finite.size - finite.sum()))
 
 
 def fit_width(pixels, width):

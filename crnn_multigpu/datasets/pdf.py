@@ -133,15 +133,16 @@ class PageSelection(object):
                                  "runs forwards (%s)" % (text, part.strip()))
             self.ranges.append((first, last))
 
-    def numbers(self, count, path):
-        """The selected page numbers of ``path``, a document of ``count`` pages; ValueError
-        naming the document and its length when the selection asks for a page past its end."""
+    def numbers(self, count, path, kind="PDF"):
+        """The selected page numbers of ``path``, a document (a ``kind``: PDF, TIFF) of
+        ``count`` pages; ValueError naming the document and its length when the selection asks
+        for a page past its end."""
         pages = []
         for first, last in self.ranges:
             last = count if last is None else last
             if max(first, last) > count:
-                raise ValueError("PDF %s has %d page%s: pages %s ask for page %d"
-                                 % (path, count, "" if count == 1 else "s", self.text,
+                raise ValueError("%s %s has %d page%s: pages %s ask for page %d"
+                                 % (kind, path, count, "" if count == 1 else "s", self.text,
                                     max(first, last)))
             pages.extend(range(first, last + 1))
         return pages

@@ -117,7 +117,9 @@ class Recognizer(TextReader):
     @classmethod
     def shipped(cls, name, **options):
         """The Recognizer of the shipped model ``name`` (``ocr.shipped.SHIPPED``: text, words,
-        zh), with the ``options`` of the constructor."""
+        zh), with the ``options`` of the constructor: the model's own reading, without the
+        language's character model the tools read Chinese with (``ocr.Reader(name)`` reads as
+        they do)."""
         return cls(shipped_model(name), **options)
 
     def _build(self, run_dir, devices, strategy, beam):

@@ -30,7 +30,8 @@ read are kept, with ``"text": ""``.
 hOCR tools read (hocr-tools' hocr-lines, hocr-eval-lines, hocr-split; correction and layout
 viewers): an ``ocr_page`` per page, an ``ocr_carea`` holding one ``ocr_par`` per column, an
 ``ocr_line`` per row with ``title="bbox x0 y0 x1 y1; x_wconf NN"`` (the confidence in
-percent; ``textangle`` added on a page that lay turned) and the row's text. There are no
+percent; ``textangle`` added on a page that lay turned) and the row's text. The page's
+``image`` is its name escaped as :mod:`crnn_multigpu.ocr.names` says. There are no
 ``ocrx_word`` elements: the recognizer reads whole lines and knows no word boxes.
 """
 import html
@@ -38,6 +39,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
+from crnn_multigpu.ocr.names import escaped
 from crnn_multigpu.ocr.page import draw_lines
 
 HOCR_HEAD = """<?xml version="1.0" encoding="UTF-8"?>
@@ -109,6 +111,12 @@ class Page(object):
     upright: object = field(default=None, repr=False, compare=False)
     doubt: Optional[str] = None
 
+    @property
+    def lines(self):
+        """The page's lines of text: its :attr:`rows` (``line.text``, ``line.box``,
+        ``line.confidence``), in reading order."""
+        return self.rows
+
     def text(self):
         """The page's text as ``crnn-predict --page`` prints it: one line per row where
         something was read."""
@@ -127,7 +135,9 @@ class Page(object):
     def hocr_page(self, number):
         """This page's ``ocr_page`` element, the ``number`` th (from 1) of its document: an
         ``ocr_carea`` and its ``ocr_par`` per column, an ``ocr_line`` per row."""
-        image = 'image "%s"; ' % html.escape(self.image) if self.image else ""
+        # The name escaped as names are (crnn_multigpu.ocr.names), then for XML.
+        image = 'image "%s"; ' % html.escape(escaped(self.image, quote=True)) \
+            if self.image else ""
         lines = ['  <div class="ocr_page" id="page_%d" title=\'%sbbox 0 0 %d %d; ppageno %d\'>'
                  % (number, image, self.width, self.height, number - 1)]
         angle = self.text_angle()
