@@ -1,0 +1,133 @@
+"""Page material for the text detector (datasets.page_material, datasets.page_style): browser
+prints and typeset PDFs whose line boxes, read from the text layer, match the ink of the drawn
+page; the folder format; reserved documents kept out."""
+import json
+import random
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from crnn_multigpu.datasets import page_material
+from crnn_multigpu.datasets.page_style import page_recipe, printable_faces, recipe_css
+from faces import tiny_faces
+from text_pdf import write_text_pdf
+
+DPI = 100
+WORDS = ("detector material every line box ink page column table rule shade heading paper "
+         "margin print browser typeset").split()
+# Dark enough to be a glyph's ink, not a grey shade (the shades go down to 200).
+INK = 128
+
+
+def sentence(rng, words):
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def document(path, seed=0):
+    """An HTML page of what documentation holds: headings, paragraphs, a table, code, a note."""
+    rng = random.Random(seed)
+    rows = "".join("<tr><td>%s</td><td>%s</td></tr>" % (sentence(rng, 2), sentence(rng, 3))
+                   for _ in range(4))
+    paragraphs = "".join("<p>%s</p>" % sentence(rng, 40) for _ in range(5))
+    path.write_text(
+        "<html><head><title>t</title></head><body><h1>%s</h1>%s<table><tr><th>name</th>"
+        "<th>value</th></tr>%s</table><pre>%s\n%s</pre><div class='note'><p>%s</p></div><hr/>"
+        "<h2>%s</h2>%s</body></html>" % (sentence(rng, 3), paragraphs, rows, sentence(rng, 4),
+                                         sentence(rng, 5), sentence(rng, 20), sentence(rng, 2),
+                                         paragraphs))
+    return str(path)
+
+
+def printed(tmp_path, decorated, seed):
+    recipe = page_recipe(random.Random(seed), printable_faces(tiny_faces()), decorated=decorated)
+    recipe.update(columns=2, paper_grey=255, text_grey=0)
+    pdf = str(tmp_path / "print.pdf")
+    page_material.print_html(document(tmp_path / "doc.html"), recipe_css(recipe), pdf)
+    entry = page_material.MaterialWriter(str(tmp_path / "material")).add(
+        pdf, 1, DPI, "browser", "doc.html", recipe)
+    image = np.asarray(Image.open(str(tmp_path / "material" / entry["image"])))
+    return entry, image
+
+
+def box_mask(lines, shape, grow=1):
+    mask = np.zeros(shape, bool)
+    for x0, y0, x1, y1, _ in lines:
+        mask[max(int(y0) - grow, 0):int(np.ceil(y1)) + grow,
+             max(int(x0) - grow, 0):int(np.ceil(x1)) + grow] = True
+    return mask
+
+
+def assert_boxes_hold_ink(lines, image):
+    for x0, y0, x1, y1, text in lines:
+        inside = image[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1))]
+        # A glyph darkens at least a few pixels of its line; a box beside its text holds none.
+        assert (inside < INK).sum() >= 3 * len(text.replace(" ", "")), (text, (x0, y0, x1, y1))
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    return printed(tmp_path_factory.mktemp("plain"), decorated=False, seed=1)
+
+
+def test_a_plain_print_has_its_ink_inside_its_line_boxes(plain):
+    entry, image = plain
+    assert entry["width"] == image.shape[1] and entry["height"] == image.shape[0]
+    assert len(entry["lines"]) >= 30 and entry["make"] == "browser"
+    assert_boxes_hold_ink(entry["lines"], image)
+    ink = image < INK
+    outside = (ink & ~box_mask(entry["lines"], ink.shape)).sum()
+    assert outside <= 0.01 * ink.sum(), (outside, ink.sum())
+
+
+def test_a_decorated_print_has_every_box_on_ink(tmp_path):
+    entry, image = printed(tmp_path, decorated=True, seed=4)
+    assert entry["recipe"]["box_rule"] != "none" or entry["recipe"]["table_rule"] != "none"
+    assert_boxes_hold_ink(entry["lines"], image)
+
+
+def test_a_typeset_pdf_has_its_ink_inside_its_line_boxes(tmp_path):
+    rng = random.Random(2)
+    lines = [sentence(rng, 8) for _ in range(20)]
+    pdf = str(tmp_path / "typeset.pdf")
+    write_text_pdf(pdf, lines, tiny_faces()[0])
+    entry = page_material.MaterialWriter(str(tmp_path)).add(pdf, 1, DPI, "typeset", pdf)
+    assert [line[4] for line in entry["lines"]] == lines
+    image = np.asarray(Image.open(str(tmp_path / entry["image"])))
+    assert_boxes_hold_ink(entry["lines"], image)
+    ink = image < INK
+    assert (ink & ~box_mask(entry["lines"], ink.shape)).sum() <= 0.01 * ink.sum()
+    # The boxes are in the image's pixels: a box's height is the font's, 11 pt at DPI.
+    heights = [y1 - y0 for _, y0, _, y1, _ in entry["lines"]]
+    assert 11 * DPI / 72.0 <= min(heights) and max(heights) <= 1.5 * 11 * DPI / 72.0
+
+
+def test_the_folder_reads_back_and_a_damaged_entry_is_named(plain, tmp_path):
+    entry, _ = plain
+    folder = tmp_path / "m"
+    (folder / "pages").mkdir(parents=True)
+    good = dict(entry, image="pages/000000.png")
+    (folder / "pages.jsonl").write_text(json.dumps(good) + "\n" + '{"image": "x"}\n')
+    read = page_material.read_material(str(folder))
+    assert next(read)["lines"] == entry["lines"]
+    with pytest.raises(ValueError, match=r"pages.jsonl line 2 is not a page entry"):
+        next(read)
+    with pytest.raises(ValueError, match="make it with scripts/make_page_material.py"):
+        list(page_material.read_material(str(tmp_path / "none")))
+
+
+def test_reserved_documents_are_kept_out():
+    for path in ("/usr/share/doc/texlive-doc/latex/lshort-german/l2kurz.pdf",
+                 "/usr/share/doc/texlive-doc/latex/lshort-finnish/lyhyt2e.pdf",
+                 "/usr/share/doc/debian-faq/html/ch-basic.en.html",
+                 "/usr/share/doc/maint-guide/html/index.fr.html",
+                 "/usr/share/doc/installation-guide-amd64/de/ch01.html",
+                 "/usr/share/doc/python-reportlab-doc/reportlab-userguide.pdf"):
+        assert page_material.reserved_document(path), path
+    assert not page_material.reserved_document("/usr/share/debian-reference/ch01.de.html")
+    assert all(not page_material.reserved_document(p) for p in page_material.html_documents())
+
+
+def test_a_style_without_faces_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="needs at least one printable face"):
+        page_recipe(random.Random(0), [])
