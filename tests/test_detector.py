@@ -128,8 +128,32 @@ def test_target_maps():
     # Highest on the border (pixel centres half a pixel from it), 0.3 beyond D outside it.
     assert maps["thresh"][10, 50] == pytest.approx(0.3 + 0.4 * (1 - 0.5 / d), abs=1e-6)
     assert maps["thresh_mask"][int(26 + d + 1), 50] == 0 and maps["thresh_mask"][27, 50] == 1
+    # Text pixels are exactly those whose centres lie in a kernel (checked by brute force).
+    rng = np.random.RandomState(2)
+    ys, xs = np.mgrid[0:40, 0:130] + 0.5
+    for x0, y0 in [(3.3, 2.2), (7.9, 20.6)]:
+        box = (x0, y0, x0 + rng.uniform(40, 110), y0 + rng.uniform(9, 16))
+        kx0, ky0, kx1, ky1 = boxes_of.shrink(box)
+        want = (xs >= kx0) & (xs < kx1) & (ys >= ky0) & (ys < ky1)
+        np.testing.assert_array_equal(boxes_of.targets([box], 40, 130)["prob"] == 1, want)
     # The one-pixel box has no kernel: masked out, neither text nor background.
     assert maps["prob_mask"][5, 120] == 0 and maps["prob_mask"].sum() == 40 * 130 - 1
+
+
+def test_ignored_boxes_are_neither_text_nor_background():
+    maps = boxes_of.targets([(10, 10, 100, 26)], 40, 130, ignored=[(0, 30, 130, 40)])
+    assert maps["prob_mask"][30:40].sum() == 0 and maps["prob_mask"][:30].min() == 1
+    assert maps["prob"][30:40].sum() == 0
+
+
+def test_boxes_are_matched_one_to_one_at_the_iou_bound():
+    truth = [(0, 0, 100, 10), (0, 20, 100, 30), (0, 40, 50, 50)]
+    found = [(0, 0, 100, 10), (2, 0, 100, 10), (0, 21, 100, 31), (0, 40, 100, 50)]
+    # The second box repeats the first line (matched once); the last covers twice its line:
+    # IoU 0.5 exactly, which counts; the third is off by a pixel (IoU 9/11).
+    assert boxes_of.match_boxes(found, truth) == (3, 4, 3)
+    assert boxes_of.match_boxes(found, truth, min_iou=0.85) == (1, 4, 3)
+    assert boxes_of.match_boxes([], truth) == (0, 0, 3)
 
 
 # ------------------------------------------------------------------ the model

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from crnn_multigpu.datasets import page_material
+from crnn_multigpu.datasets import page_crops, page_material
+from crnn_multigpu.datasets.page_crops import PageCrops, split_by_source
 from crnn_multigpu.datasets.page_style import page_recipe, printable_faces, recipe_css
 from faces import tiny_faces
 from text_pdf import write_text_pdf
@@ -117,8 +118,9 @@ def test_the_folder_reads_back_and_a_damaged_entry_is_named(plain, tmp_path):
 
 
 def test_reserved_documents_are_kept_out():
-    for path in ("/usr/share/doc/texlive-doc/latex/lshort-german/l2kurz.pdf",
-                 "/usr/share/doc/texlive-doc/latex/lshort-finnish/lyhyt2e.pdf",
+    for path in ("/usr/share/doc/texlive-doc/german/l2kurz/l2kurz.pdf",
+                 "/usr/share/doc/texlive-doc/latex/lshort-dutch/lshort-nl-1.3.pdf",
+                 "/usr/share/doc/texlive-doc/finnish/lyhyt2e.pdf",
                  "/usr/share/doc/debian-faq/html/ch-basic.en.html",
                  "/usr/share/doc/maint-guide/html/index.fr.html",
                  "/usr/share/doc/installation-guide-amd64/de/ch01.html",
@@ -131,3 +133,38 @@ def test_reserved_documents_are_kept_out():
 def test_a_style_without_faces_is_refused_in_one_line():
     with pytest.raises(ValueError, match="needs at least one printable face"):
         page_recipe(random.Random(0), [])
+
+
+def test_crops_carry_their_lines_and_set_cut_lines_apart(tmp_path):
+    rng = random.Random(3)
+    pdf = str(tmp_path / "typeset.pdf")
+    write_text_pdf(pdf, [sentence(rng, 8) for _ in range(30)], tiny_faces()[0])
+    entry = page_material.MaterialWriter(str(tmp_path)).add(pdf, 1, DPI, "typeset", pdf)
+    entry["image"] = str(tmp_path / entry["image"])
+    crops = PageCrops([entry], 96, scales=(0.6, 1.0), seed=0)
+    lines_seen = ignored_seen = 0
+    for _ in range(30):
+        image, lines, ignored = crops.crop()
+        assert image.shape == (96, 96) and image.dtype == np.uint8
+        for x0, y0, x1, y1 in lines + ignored:
+            assert 0 <= x0 < x1 <= 96 and 0 <= y0 < y1 <= 96
+        for x0, y0, x1, y1 in lines:
+            # A whole line's height (11 pt at DPI, scaled by 0.6-1.0) and ink inside.
+            assert 0.6 * 11 * DPI / 72.0 * page_crops.MIN_HEIGHT_SHARE <= y1 - y0
+            assert (image[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1))] < INK).sum() > 0
+        ink = image < INK
+        outside = ink & ~box_mask([b + ("",) for b in lines + ignored], ink.shape)
+        assert outside.sum() <= 0.01 * max(ink.sum(), 1)
+        lines_seen += len(lines)
+        ignored_seen += len(ignored)
+    assert lines_seen > 30 and ignored_seen > 0
+
+
+def test_validation_pages_are_whole_documents():
+    entries = [dict(source="doc%d" % (i // 3), page=i % 3) for i in range(300)]
+    training, validation = split_by_source(entries, validation_share=0.2)
+    assert len(training) + len(validation) == 300 and 30 <= len(validation) <= 90
+    assert not set(e["source"] for e in training) & set(e["source"] for e in validation)
+    assert len(validation) % 3 == 0
+    with pytest.raises(ValueError, match="make page material first"):
+        PageCrops([], 64)

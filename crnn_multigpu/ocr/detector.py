@@ -34,17 +34,20 @@ __all__ = ["Detector", "make_batch", "TARGET_NAMES"]
 TARGET_NAMES = ("prob", "prob_mask", "thresh", "thresh_mask")
 
 
-def make_batch(images, boxes, ratio=detector_boxes.SHRINK_RATIO):
+def make_batch(images, boxes, ratio=detector_boxes.SHRINK_RATIO, ignored=None):
     """A detector batch (a dict the wrapper can split) from grey page crops and their lines:
     ``images`` uint8 or float [B, H, W] dark text on light (0-255), ``boxes`` one list of
-    ``(x0, y0, x1, y1)`` line boxes in pixels per image. The images become light on dark in
-    [0, 1] as the model reads them, [B, H, W, 1]; the targets are ``detector_boxes.targets``."""
+    ``(x0, y0, x1, y1)`` line boxes in pixels per image (``ignored``: one list per image of
+    boxes that are neither text nor background). The images become light on dark in [0, 1] as
+    the model reads them, [B, H, W, 1]; the targets are ``detector_boxes.targets``."""
     images = np.asarray(images, np.float32)
     if images.ndim != 3 or len(boxes) != images.shape[0]:
         raise ValueError("make_batch needs [B, H, W] images and one box list per image, got "
                          "%s images and %d box lists" % (list(images.shape), len(boxes)))
     height, width = images.shape[1:]
-    maps = [detector_boxes.targets(image_boxes, height, width, ratio) for image_boxes in boxes]
+    ignored = ignored or [()] * len(boxes)
+    maps = [detector_boxes.targets(image_boxes, height, width, ratio, ignored=image_ignored)
+            for image_boxes, image_ignored in zip(boxes, ignored)]
     batch = {"images": (1.0 - images / 255.0)[..., None]}
     for name in TARGET_NAMES:
         batch[name] = np.stack([m[name] for m in maps])

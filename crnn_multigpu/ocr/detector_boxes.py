@@ -15,7 +15,7 @@ kernel found exactly gives back its line exactly.
 import numpy as np
 
 __all__ = ["SHRINK_RATIO", "shrink_distance", "shrink", "unclip", "targets", "components",
-           "boxes_from_map"]
+           "boxes_from_map", "match_boxes"]
 
 # DB's default is 0.4 (a kernel a sixth of a line's height). Page lines are thin and each
 # pixel of error in a kernel's height grows by h / h' in the unclipped box; 0.6 keeps a third
@@ -58,12 +58,13 @@ def _pixel_span(low, high, size):
     return first, last
 
 
-def targets(boxes, height, width, ratio=SHRINK_RATIO, min_kernel=1.0):
+def targets(boxes, height, width, ratio=SHRINK_RATIO, min_kernel=1.0, ignored=()):
     """The four maps a detector learns from for an image ``height`` x ``width`` with the line
     ``boxes``, each float32 [height, width]:
 
     ``prob``: 1 on the shrunk boxes (the kernels); ``prob_mask``: 0 over boxes whose kernel is
-    thinner than ``min_kernel`` pixels (too small to learn: neither text nor background), else 1;
+    thinner than ``min_kernel`` pixels and over the ``ignored`` boxes (lines cut by a crop's
+    edge): neither text nor background to learn from; else 1;
     ``thresh``: DB's threshold map, 0.7 on a box's border falling to 0.3 at the offset ``D``
     from it (inside and out), 0.3 elsewhere; ``thresh_mask``: 1 on the boxes grown by ``D``."""
     prob = np.zeros([height, width], np.float32)
@@ -77,9 +78,7 @@ def targets(boxes, height, width, ratio=SHRINK_RATIO, min_kernel=1.0):
         d = float(shrink_distance(x1 - x0, y1 - y0, ratio))
         kx0, ky0, kx1, ky1 = x0 + d, y0 + d, x1 - d, y1 - d
         if min(kx1 - kx0, ky1 - ky0) < min_kernel:
-            c0, c1 = _pixel_span(x0, x1, width)
-            r0, r1 = _pixel_span(y0, y1, height)
-            prob_mask[r0:r1, c0:c1] = 0.0
+            ignored = list(ignored) + [(x0, y0, x1, y1)]
             continue
         c0, c1 = _pixel_span(kx0, kx1, width)
         r0, r1 = _pixel_span(ky0, ky1, height)
@@ -99,6 +98,10 @@ def targets(boxes, height, width, ratio=SHRINK_RATIO, min_kernel=1.0):
         near = np.clip(1.0 - distance / max(d, 1e-6), 0.0, 1.0).astype(np.float32)
         closeness[r0:r1, c0:c1] = np.maximum(closeness[r0:r1, c0:c1], near)
         thresh_mask[r0:r1, c0:c1] = 1.0
+    for x0, y0, x1, y1 in ignored:
+        c0, c1 = _pixel_span(x0, x1, width)
+        r0, r1 = _pixel_span(y0, y1, height)
+        prob_mask[r0:r1, c0:c1] = 0.0
     thresh = THRESHOLD_LOW + (THRESHOLD_HIGH - THRESHOLD_LOW) * closeness
     return dict(prob=prob, prob_mask=prob_mask, thresh=thresh.astype(np.float32),
                 thresh_mask=thresh_mask)
@@ -170,3 +173,29 @@ def boxes_from_map(prob, threshold=0.3, min_score=0.6, min_pixels=3, ratio=SHRIN
         if pixels >= min_pixels and score >= min_score:
             found.append([v * scale for v in unclip((x0, y0, x1, y1), ratio)] + [score])
     return np.asarray(found, float).reshape([-1, 5])
+
+
+def _iou(a, b):
+    """Intersection over union of two boxes ``(x0, y0, x1, y1)``."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return 0.0
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+    return w * h / union
+
+
+def match_boxes(found, truth, min_iou=0.5):
+    """How many of the ``found`` boxes match a ``truth`` box one to one at ``min_iou``
+    (greedily, the closest pairs first): ``(matched, len(found), len(truth))``, from which
+    precision (matched / found) and recall (matched / truth) follow, as ICDAR counts them."""
+    pairs = sorted(((_iou(f, t), i, j) for i, f in enumerate(found) for j, t in enumerate(truth)),
+                   reverse=True)
+    used_found, used_truth = set(), set()
+    for iou, i, j in pairs:
+        if iou < min_iou:
+            break
+        if i not in used_found and j not in used_truth:
+            used_found.add(i)
+            used_truth.add(j)
+    return len(used_found), len(found), len(truth)
