@@ -30,7 +30,7 @@ def document(path, seed=0):
     rng = random.Random(seed)
     rows = "".join("<tr><td>%s</td><td>%s</td></tr>" % (sentence(rng, 2), sentence(rng, 3))
                    for _ in range(4))
-    paragraphs = "".join("<p>%s</p>" % sentence(rng, 40) for _ in range(5))
+    paragraphs = "".join("<p>%s</p>" % sentence(rng, 40) for _ in range(8))
     path.write_text(
         "<html><head><title>t</title></head><body><h1>%s</h1>%s<table><tr><th>name</th>"
         "<th>value</th></tr>%s</table><pre>%s\n%s</pre><div class='note'><p>%s</p></div><hr/>"
@@ -168,3 +168,37 @@ def test_validation_pages_are_whole_documents():
     assert len(validation) % 3 == 0
     with pytest.raises(ValueError, match="make page material first"):
         PageCrops([], 64)
+
+
+def test_generate_prints_draws_and_leaves_out_reserved_faces(tmp_path, monkeypatch):
+    rng = random.Random(5)
+    (tmp_path / "html").mkdir()
+    (tmp_path / "pdf").mkdir()
+    document(tmp_path / "html" / "doc.html")
+    face = tiny_faces()[0]
+    write_text_pdf(str(tmp_path / "pdf" / "ok.pdf"), [sentence(rng, 6) for _ in range(9)], face)
+    # Named as a reserved family's face: the PDF may not be trained on, whatever it draws.
+    (tmp_path / "reserved").mkdir()
+    write_text_pdf(str(tmp_path / "reserved" / "named.pdf"), [sentence(rng, 6)], face,
+                   font_name="LiberationSerif")
+    folder, said = str(tmp_path / "material"), []
+    kwargs = dict(faces=printable_faces(tiny_faces()), typeset_share=0.5, per_document=1,
+                  html_roots=(str(tmp_path / "html"),), pdf_roots=(str(tmp_path / "pdf"),),
+                  log=said.append)
+    page_material.generate(folder, 4, seed=0, **kwargs)
+    entries = list(page_material.read_material(folder))
+    assert len(entries) == 4 and set(e["make"] for e in entries) == {"browser", "typeset"}
+    assert all(e["source"].endswith(("doc.html", "ok.pdf")) for e in entries)
+    assert all(96 <= e["dpi"] <= 200 and e["lines"] for e in entries)
+    # A folder is continued: its pages kept, the numbering going on.
+    page_material.generate(folder, 5, seed=1, **kwargs)
+    entries = list(page_material.read_material(folder))
+    assert [e["image"][-10:] for e in entries] == ["%06d.png" % i for i in range(5)]
+    with pytest.raises(ValueError, match="no document left to print"):
+        page_material.generate(str(tmp_path / "none"), 1, seed=0, **dict(
+            kwargs, html_roots=(), pdf_roots=(str(tmp_path / "reserved"),)))
+    assert said[-1].endswith("named.pdf: its fonts may not be trained on (font-maybe-reserved: "
+                             "LiberationSerif)")
+    monkeypatch.setattr(page_material, "CHROMIUM", "no-such-browser")
+    with pytest.raises(ValueError, match="printing HTML needs no-such-browser: apt-get install"):
+        page_material.generate(str(tmp_path / "other"), 1, seed=0, **kwargs)
