@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crnn_multigpu.datasets import page_material  # noqa: E402
 from crnn_multigpu.datasets.fonts import select_fonts  # noqa: E402
 from crnn_multigpu.datasets.page_style import printable_faces  # noqa: E402
+from crnn_multigpu.datasets.pdf import MAX_DPI, MIN_DPI  # noqa: E402
 
 # What a face must draw to print the documentation in English, German, French, Spanish,
 # Italian and Portuguese (debian-reference's languages).
@@ -42,9 +43,12 @@ def main(argv=None):
     parser.add_argument("--pdf-root", action="append", help="folder of typeset PDFs "
                         "(repeatable; default: %s)" % ", ".join(page_material.PDF_ROOTS))
     args = parser.parse_args(argv)
+    low, _, high = args.dpi.partition("-")
+    dpi = (int(low), int(high or low)) if (low + high).isdigit() else None
     try:
-        low, _, high = args.dpi.partition("-")
-        dpi = (int(low), int(high or low))
+        if dpi is None or not MIN_DPI <= dpi[0] <= dpi[1] <= MAX_DPI:
+            raise ValueError("--dpi must be a resolution or a range of them within %d-%d, e.g. "
+                             "96-200; got %r" % (MIN_DPI, MAX_DPI, args.dpi))
         faces = printable_faces(select_fonts("train", chars=PROBE))
         writer = page_material.generate(
             args.out, args.pages, faces, seed=args.seed, dpi=dpi,

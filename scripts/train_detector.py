@@ -44,6 +44,8 @@ def parse(argv):
     parser.add_argument("--log-every", type=int, default=50)
     parser.add_argument("--validate-every", type=int, default=500)
     parser.add_argument("--validation-crops", type=int, default=48)
+    parser.add_argument("--validation-share", type=float, default=0.1,
+                        help="share of the documents kept for validation")
     args = parser.parse_args(argv)
     if args.crop % Detector.DOWNSAMPLE:
         parser.error("--crop must be a multiple of %d" % Detector.DOWNSAMPLE)
@@ -101,7 +103,12 @@ def train(args, train_pages, validation_crops):
 def main(argv=None):
     args = parse(argv)
     try:
-        training, validation = split_by_source(read_material(args.material), seed=args.seed)
+        training, validation = split_by_source(read_material(args.material),
+                                               args.validation_share, seed=args.seed)
+        if not training or not validation:
+            raise ValueError("%s has %d training and %d validation pages: both sides need some "
+                             "(make more material, or change --validation-share)"
+                             % (args.material, len(training), len(validation)))
         fixed = PageCrops(validation, args.crop, seed=1)
         validation_crops = [fixed.crop() for _ in range(args.validation_crops)]
     except ValueError as error:
