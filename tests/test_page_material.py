@@ -202,3 +202,13 @@ def test_generate_prints_draws_and_leaves_out_reserved_faces(tmp_path, monkeypat
     monkeypatch.setattr(page_material, "CHROMIUM", "no-such-browser")
     with pytest.raises(ValueError, match="printing HTML needs no-such-browser: apt-get install"):
         page_material.generate(str(tmp_path / "other"), 1, seed=0, **kwargs)
+
+
+def test_the_pieces_of_a_row_are_joined_and_rows_kept_apart():
+    # A justified row cut in three (given out of order), the next row 12 px lower, and a
+    # piece of a third row that overlaps it by less than ROW_OVERLAP of its height.
+    pieces = [[10, 0, 40, 12, "wide"], [150, 0, 200, 12, "row"], [60, 1, 120, 12, "spaced"],
+              [10, 12, 200, 24, "next row"], [10, 21, 90, 33, "third"]]
+    assert page_material.join_rows(pieces) == [
+        [10, 0, 200, 12, "wide spaced row"], [10, 12, 200, 24, "next row"],
+        [10, 21, 90, 33, "third"]]

@@ -36,7 +36,8 @@ from crnn_multigpu.datasets.page_style import page_recipe, recipe_css
 from crnn_multigpu.datasets.pdf import font_refusal, page_count, poppler, render_page
 
 __all__ = ["HTML_ROOTS", "PDF_ROOTS", "reserved_document", "html_documents", "typeset_pdfs",
-           "print_html", "line_boxes", "read_material", "MaterialWriter", "CHROMIUM", "generate"]
+           "print_html", "line_boxes", "join_rows", "read_material", "MaterialWriter", "CHROMIUM",
+           "generate"]
 
 HTML_ROOTS = ("/usr/share/debian-reference", "/usr/share/doc/python3-doc/html",
               "/usr/share/doc/texlive-doc")
@@ -52,9 +53,11 @@ RESERVED_PATTERNS = (
 # HTML smaller than this is an index, a redirect or a stub: nothing to print.
 MIN_HTML_BYTES = 4000
 PRINT_TIMEOUT_S = 300
-BBOX_LINE_RE = re.compile(r'<page width="([\d.]+)" height="([\d.]+)">|'
-                          r'<line xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" '
-                          r'yMax="([-\d.]+)">(.*?)</line>', re.S)
+BLOCK_RE = re.compile(r"<block [^>]*>(.*?)</block>", re.S)
+LINE_RE = re.compile(r'<line xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" '
+                     r'yMax="([-\d.]+)">(.*?)</line>', re.S)
+# Two lines of one block sharing this much of the lower one's height are pieces of one row.
+ROW_OVERLAP = 0.8
 WORD_RE = re.compile(r"<word [^>]*>(.*?)</word>", re.S)
 
 
@@ -127,19 +130,42 @@ def print_html(source, css, out_pdf, chromium=CHROMIUM):
 def line_boxes(pdf, page, dpi):
     """The lines of page ``page`` (1-based) of ``pdf`` as its text layer gives them, each
     ``[x0, y0, x1, y1, text]`` in pixels of the page drawn at ``dpi``; lines without text or
-    with an empty box are left out."""
+    with an empty box are left out, and the pieces of one row joined (``join_rows``)."""
     layout = poppler(["pdftotext", "-bbox-layout", "-f", str(page), "-l", str(page),
                       os.fspath(pdf), "-"], pdf).decode("utf-8", "replace")
     scale = dpi / 72.0
     lines = []
-    for found in BBOX_LINE_RE.finditer(layout):
-        if found.group(1):
-            continue
-        x0, y0, x1, y1 = (float(found.group(i)) * scale for i in range(3, 7))
-        text = " ".join(html.unescape(w).strip() for w in WORD_RE.findall(found.group(7)))
-        if text.strip() and x1 > x0 and y1 > y0:
-            lines.append([round(x0, 2), round(y0, 2), round(x1, 2), round(y1, 2), text.strip()])
+    for block in BLOCK_RE.findall(layout):
+        pieces = []
+        for found in LINE_RE.finditer(block):
+            x0, y0, x1, y1 = (float(found.group(i)) * scale for i in range(1, 5))
+            text = " ".join(html.unescape(w).strip() for w in WORD_RE.findall(found.group(5)))
+            if text.strip() and x1 > x0 and y1 > y0:
+                pieces.append([x0, y0, x1, y1, text.strip()])
+        lines.extend([round(v, 2) for v in row[:4]] + [row[4]] for row in join_rows(pieces))
     return lines
+
+
+def join_rows(pieces):
+    """The ``[x0, y0, x1, y1, text]`` lines of one text block with the pieces of a row made one
+    line (boxes joined, texts in order from left to right). poppler cuts a line where its words
+    stand far apart, as justified lines of narrow columns do, into pieces of one or a few words;
+    a detector taught such pieces would learn words on some rows and lines on others."""
+    rows = []
+    for piece in pieces:
+        for row in rows:
+            shared = min(row[0][3], piece[3]) - max(row[0][1], piece[1])
+            if shared >= ROW_OVERLAP * min(row[0][3] - row[0][1], piece[3] - piece[1]):
+                row.append(piece)
+                break
+        else:
+            rows.append([piece])
+    joined = []
+    for row in rows:
+        row.sort(key=lambda piece: piece[0])
+        joined.append([min(p[0] for p in row), min(p[1] for p in row), max(p[2] for p in row),
+                       max(p[3] for p in row), " ".join(p[4] for p in row)])
+    return joined
 
 
 class MaterialWriter(object):
