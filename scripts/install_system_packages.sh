@@ -3,9 +3,12 @@
 # the families reserved for independent evaluation, plus 149 families from npm's @fontsource
 # packages, scripts/install_fontsource.sh), a word list, and poppler for the real-document
 # check. Root installs them with apt-get; anyone else is told what to install.
-# Usage: scripts/install_system_packages.sh [--minimal | --compare | --chinese | --latin]
+# Usage: scripts/install_system_packages.sh [--minimal | --compare | --chinese | --latin | --detector]
 #   --minimal: what the tests need (one Chinese face among them: WenQuanYi Micro Hei; qpdf
-#              checks the searchable PDFs written)
+#              checks the searchable PDFs written; Chromium prints the detector's test pages)
+#   --detector: the text detector's page material (scripts/make_page_material.py): Chromium to
+#              print HTML documentation (debian-reference in six languages, python3-doc) in the
+#              training faces, and TeX Live's documentation PDFs
 #   --chinese: what the Chinese text model trains on: Chinese faces (not the reserved AR PL;
 #              six @fontsource families among them, install_fontsource.sh --chinese), the texts
 #              of debian-reference-zh-cn and texlive-lang-chinese's PDFs (poppler-data lets
@@ -18,7 +21,7 @@
 #              (never trained on: crnn-generate leaves reserved families out)
 set -euo pipefail
 MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils qpdf
-fonts-wqy-microhei"
+fonts-wqy-microhei chromium"
 CHINESE="fonts-noto-cjk fonts-noto-cjk-extra fonts-wqy-zenhei fonts-wqy-microhei fonts-droid-fallback
 fonts-lxgw-wenkai fonts-smiley-sans fonts-hanazono fonts-babelstone-han fonts-cns11643-kai
 fonts-cns11643-sung texlive-lang-chinese poppler-data debian-reference-zh-cn"
@@ -45,17 +48,21 @@ COMPARE="tesseract-ocr tesseract-ocr-eng fonts-liberation fonts-freefont-ttf fon
 fonts-texgyre libtasn1-doc shared-mime-info python-reportlab-doc tesseract-ocr-chi-sim
 fonts-arphic-ukai fonts-arphic-uming fonts-arphic-gbsn00lp fonts-arphic-gkai00mp texlive-lang-chinese
 poppler-data manpages-zh"
+DETECTOR="chromium debian-reference-en debian-reference-de debian-reference-es debian-reference-fr
+debian-reference-it debian-reference-pt debian-reference-pt-br python3-doc texlive-latex-base-doc
+texlive-pictures-doc"
 case "${1:-}" in
   --minimal) packages="$MINIMAL" ;;
   --compare) packages="$MINIMAL $COMPARE" ;;
   --chinese) packages="$MINIMAL $CHINESE" ;;
   --latin) packages="$MINIMAL $FONTS $LATIN" ;;
+  --detector) packages="$MINIMAL $FONTS $DETECTOR" ;;
   *) packages="$MINIMAL $FONTS" ;;
 esac
 missing=$(for p in $packages; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 fontsource() {
   case "${1:-}" in
-    ''|--latin) "$(dirname "$0")/install_fontsource.sh" ;;
+    ''|--latin|--detector) "$(dirname "$0")/install_fontsource.sh" ;;
     --chinese) "$(dirname "$0")/install_fontsource.sh" --chinese ;;
   esac
 }

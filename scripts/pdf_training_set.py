@@ -26,56 +26,27 @@ import collections
 import multiprocessing
 import os
 import random
-import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets import write_labels  # noqa: E402
-from crnn_multigpu.datasets.fonts import is_reserved  # noqa: E402
 from crnn_multigpu.datasets.language import get_language, language_names  # noqa: E402
+from crnn_multigpu.datasets.pdf import font_refusal  # noqa: E402
 from crnn_multigpu.datasets.pdf import page_count as pdf_pages  # noqa: E402
 from page_check import labelled_rows, truth_rows  # noqa: E402
 from crnn_multigpu.datasets.text_sources import is_reserved_document  # noqa: E402
 from pdf_words import drawn, fail, find_words, or_fail, word_crop  # noqa: E402
 
 CHECK_PACKAGES = ("/simh/", "/d-itg/", "/camlidl/", "/gutenprint-doc/")
-# PostScript base-35 names (subset prefix dropped, lower case): such a font may be URW's clone,
-# a reserved face, under the name of the design it copies.
-BASE35_FONT_RE = re.compile(
-    r"^(times|helvetica|courier|palatino|bookman|avantgarde|itcavantgarde|newcenturyschlbk|"
-    r"centuryschl|zapfchancery|zapfdingbats|symbol|standardsymbols|dingbats|d050000l)")
-
-
-def fonts_ok(pdf):
-    """None if every font of ``pdf`` is embedded and none may be a reserved face, else why not."""
-    result = subprocess.run(["pdffonts", pdf], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if result.returncode != 0:
-        return "pdffonts failed"
-    for line in result.stdout.decode("utf-8", "replace").splitlines()[2:]:
-        fields = line.split()
-        if len(fields) < 6:
-            continue
-        name = fields[0].split("+", 1)[-1].lower()
-        # The columns after the name: type (1-2 words), encoding, emb, sub, uni, object ID.
-        embedded = fields[-5]
-        if embedded != "yes":
-            return "font-not-embedded: %s" % fields[0]
-        # The reserved families' own names, matched as datasets.fonts matches font files.
-        if is_reserved(name, family=name) or BASE35_FONT_RE.search(name):
-            return "font-maybe-reserved: %s" % fields[0]
-    return None
-
-
 def refusal(pdf):
     """Why ``pdf`` may not be trained on, or None."""
     if is_reserved_document(pdf):
         return "reserved"
     if any(package in pdf for package in CHECK_PACKAGES):
         return "check PDF"
-    return fonts_ok(pdf)
+    return font_refusal(pdf)
 
 
 def usable_pdfs(paths, pool):

@@ -11,6 +11,7 @@ import re
 import subprocess
 
 from crnn_multigpu.datasets.files_check import regular_file
+from crnn_multigpu.datasets.fonts import is_reserved
 from crnn_multigpu.datasets.images import MAX_PIXELS_ENV, open_image, pixel_limit
 
 PDF_SIGNATURE = b"%PDF-"
@@ -22,6 +23,11 @@ MIN_DPI, MAX_DPI = 50, 600
 INSTALL_POPPLER = ("reading a PDF needs poppler's pdfinfo and pdftoppm: install them "
                    "(apt-get install poppler-utils), or pass the pages as images")
 POINTS_PER_INCH = 72
+# PostScript base-35 names (subset prefix dropped, lower case): such a font may be URW's clone,
+# a reserved face, under the name of the design it copies.
+BASE35_FONT_RE = re.compile(
+    r"^(times|helvetica|courier|palatino|bookman|avantgarde|itcavantgarde|newcenturyschlbk|"
+    r"centuryschl|zapfchancery|zapfdingbats|symbol|standardsymbols|dingbats|d050000l)")
 
 
 def is_pdf(path):
@@ -146,3 +152,25 @@ class PageSelection(object):
                                     max(first, last)))
             pages.extend(range(first, last + 1))
         return pages
+
+
+def font_refusal(path):
+    """Why the PDF at ``path`` may not be trained on for its fonts, or None: a font that is not
+    embedded (poppler would draw a system face in its place) or whose name is a reserved
+    family's or a PostScript base-35 name (the face may be URW's reserved clone)."""
+    result = subprocess.run(["pdffonts", os.fspath(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    if result.returncode != 0:
+        return "pdffonts failed"
+    for line in result.stdout.decode("utf-8", "replace").splitlines()[2:]:
+        fields = line.split()
+        if len(fields) < 6:
+            continue
+        name = fields[0].split("+", 1)[-1].lower()
+        # The columns after the name: type (1-2 words), encoding, emb, sub, uni, object ID.
+        if fields[-5] != "yes":
+            return "font-not-embedded: %s" % fields[0]
+        # The reserved families' own names, matched as datasets.fonts matches font files.
+        if is_reserved(name, family=name) or BASE35_FONT_RE.search(name):
+            return "font-maybe-reserved: %s" % fields[0]
+    return None
