@@ -170,7 +170,7 @@ def test_a_language_says_whether_its_text_is_read_with_its_model():
 
 
 def test_a_description_that_asks_for_a_word_list_it_lacks_is_refused():
-    description = dict(get_language("en").description, words={"source": "prose"},
-                       char_lm={"with_word_list": True})
-    with pytest.raises(ValueError, match="names none"):
+    description = dict(get_language("en").description,
+                       words={"paths": ["/nonexistent/crnn-words"]}, char_lm={"with_word_list": True})
+    with pytest.raises(ValueError, match="none of its \"words\" paths is installed"):
         prose_language_model(Charset.default(), language=Language(description))
