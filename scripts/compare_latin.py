@@ -53,7 +53,6 @@ from side_by_side import (Project, Tesseract, cell, check_checkpoint,  # noqa: E
                           markdown_table, page_scores, shown_chars, tesseract_languages)
 
 SYSTEMS = ("project", "own", "latin", "eng", "paddle")
-TESSERACTS = ("own", "latin", "eng")
 LATIN_MODELS = ("script/Latin", "Latin")  # tessdata's name, then Debian's
 QUICK_LINES = 10
 
