@@ -85,7 +85,7 @@ train-lines: $(VENV2)/.installed system-packages
 # PP-OCRv4, the peer of both side-by-side checks (pip's rapidocr-onnxruntime, its ONNX models
 # inside the wheel), lives in .venv-rapidocr only: no dependency of the package or of `make test`.
 VENVR := .venv-rapidocr
-.PHONY: venv-rapidocr compare-zh
+.PHONY: venv-rapidocr compare-zh compare-latin
 
 $(VENVR)/.installed:
 	$(PYTHON3) -m venv $(VENVR)
@@ -127,6 +127,15 @@ test-no-tf: $(VENV2)/.installed test-packages
 	$(VENVO)/bin/pip install -q --force-reinstall --no-deps $(VENVO)/wheel/crnn_multigpu-*.whl
 	CRNN_NO_TF_PYTHON=$(CURDIR)/$(VENVO)/bin/python $(VENV2)/bin/python -m pytest $(PYTEST_ARGS) \
 		tests/test_shipped_onnx.py -k without_tensorflow
+
+# The Latin-script languages beside Tesseract 5 (each language's own model, script/Latin, eng)
+# and PP-OCRv4 on their reserved lshort translations (scripts/compare_latin.py;
+# LATIN_COMPARE_ARGS: e.g. --model latin, --checkpoint RUN, --quick, --languages de,vi).
+LATIN_COMPARE_ARGS ?=
+
+compare-latin: $(VENV2)/.installed $(VENVR)/.installed
+	scripts/install_system_packages.sh --compare
+	$(VENV2)/bin/python scripts/compare_latin.py $(LATIN_COMPARE_ARGS)
 
 # Reading speed beside the peers (scripts/benchmark_reading.py): pages/s of this project on
 # TensorFlow and on ONNX Runtime, Tesseract 5 and PP-OCRv4 on the same pages, read in turn;

@@ -38,11 +38,9 @@ import collections
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import unicodedata
 
 import numpy as np
 from PIL import Image
@@ -50,32 +48,22 @@ from PIL import Image
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
+from crnn_multigpu.ocr.metrics import scoring_fold, text_metrics  # noqa: E402
 from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
-from page_check import rows_read_exactly  # noqa: E402
+from pdf_material import DPI, pdf_lines, whole_pages  # noqa: E402
 from pp_ocr import MISSING, PaddleOcr, rapidocr_ready  # noqa: E402
 from reports import fail, save_picture  # noqa: E402
-from zh_material import (CTEX_FAQ, DPI, INSTALL_COMPARE, LSHORT, MAX_LINE,  # noqa: E402
-                         WHOLE_PAGES, ZH, arphic_faces, check_material, man_lines, pdf_lines,
-                         whole_pages)
+from side_by_side import (TESSERACT_PAGE_PSM, Project, Tesseract, cell,  # noqa: E402
+                          check_checkpoint as check_model, markdown_table,
+                          page_scores as folded_page_scores, shown_chars, tesseract_languages)
+from zh_material import (CTEX_FAQ, INSTALL_COMPARE, LSHORT, MAX_LINE, WHOLE_PAGES,  # noqa: E402
+                         ZH, arphic_faces, check_material, man_lines)
 
 DEFAULT_CHECKPOINT = shipped_model("zh")
 FOLD = scoring_fold(nfkc_blank_blind=True)
-TESSERACT_LINE_PSM, TESSERACT_PAGE_PSM = 7, 4
 
 
 # ----- the peers and what they need ------------------------------------------------------
-
-def tesseract_languages():
-    """The models Tesseract lists (``tesseract --list-langs``), or None without Tesseract."""
-    try:
-        listed = subprocess.run(["tesseract", "--list-langs"], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, check=True).stdout.decode()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    # The first line is a heading ('List of available languages in "...":').
-    return set(line.strip() for line in listed.splitlines()[1:] if line.strip())
-
 
 def missing_peers(languages, rapidocr_found):
     """What to install for the peers, one entry each: ``languages`` as
@@ -97,69 +85,9 @@ def require_peers():
         fail("missing %s" % "; ".join(missing))
 
 
-class Tesseract(object):
-    """Tesseract's command line with chi_sim, one process per image (as a user runs it)."""
-
-    def __init__(self, page_psm=TESSERACT_PAGE_PSM):
-        version = subprocess.run(["tesseract", "--version"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT).stdout.decode().splitlines()
-        self.name = "Tesseract %s chi_sim" % (version[0].split()[-1] if version else "?")
-        self.page_psm = page_psm
-        self.env = dict(os.environ, OMP_THREAD_LIMIT="1")
-
-    def read(self, path, psm):
-        """The text Tesseract reads in the image file ``path`` with segmentation ``psm``."""
-        done = subprocess.run(["tesseract", path, "stdout", "-l", "chi_sim", "--psm", str(psm)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env)
-        return done.stdout.decode("utf-8", "replace")
-
-    def read_lines(self, paths):
-        """One text per line image, tidied as Chinese is written (no space beside a Hanzi:
-        chi_sim puts one between characters)."""
-        return [ZH.tidy(self.read(path, TESSERACT_LINE_PSM)) for path in paths]
-
-    def read_page(self, path):
-        """The non-empty rows Tesseract reads on a page, tidied."""
-        return [ZH.tidy(line) for line in self.read(path, self.page_psm).splitlines()
-                if line.strip()]
-
-
-class Project(object):
-    """The project's reader, started once in this process."""
-
-    def __init__(self, run_dir):
-        started = time.time()
-        # TensorFlow is imported here, not earlier: its import is part of the start-up, as the
-        # peers' imports are part of theirs.
-        from pathlib import Path
-        from crnn_multigpu.ocr import Reader
-        # As crnn-predict reads: with the language's character model where it reads with one.
-        self.reader = Reader(Path(run_dir))
-        self.startup = time.time() - started
-        self.name = "this project"
-
-    def read_lines(self, paths):
-        """The texts of line images, in order."""
-        return [ZH.tidy(text) for text in self.reader.read_lines(paths)]
-
-    def read_page(self, path):
-        """The non-empty rows of a page, pieces joined as the model's language joins them."""
-        return [line.text for page in self.reader.read(path).pages for line in page.lines
-                if line.text.strip()]
-
-
 def check_checkpoint(path):
     """Stop unless ``path`` is a run or model folder of a Chinese model."""
-    config = os.path.join(path, "config.json")
-    if not os.path.isfile(config):
-        fail("no model at %s (no config.json); pass a Chinese run or model folder with "
-             "--checkpoint RUN_OR_MODEL_DIR" % path)
-    with open(config, encoding="utf-8") as handle:
-        language = json.load(handle).get("language")
-    if language != "zh":
-        fail("%s is not a Chinese model (config.json language: %s); pass one with --checkpoint "
-             "RUN_OR_MODEL_DIR whose config.json says \"language\": \"zh\"" % (path, language))
-
+    check_model(path, ZH.name)
 
 
 # ----- scoring and the table --------------------------------------------------------------
@@ -170,39 +98,9 @@ def line_figures(readings, labels):
 
 
 def page_scores(read_rows, truth_rows_):
-    """``[edits, characters, rows exactly right, rows]`` of one page, folded: the page's text
-    (its rows in order, whitespace dropped) against the truth's, and the truth rows read
-    exactly (each matched once by an equal row read, in any order)."""
-    read = [FOLD(row) for row in read_rows]
-    truth = [FOLD(row) for row in truth_rows_]
-    whole_read, whole_truth = "".join(read), "".join(truth)
-    return np.array([edit_distance(whole_read, whole_truth), len(whole_truth),
-                     rows_read_exactly(read, truth), len(truth)], dtype=np.float64)
-
-
-def shown_chars(chars):
-    """Characters for a report line: control characters, combining marks and other unprintable
-    ones as ``U+XXXX`` (text layers hold a few from math fonts)."""
-    return " ".join(char if char.isprintable() and not char.isspace() and
-                    not unicodedata.combining(char) else "U+%04X" % ord(char) for char in chars)
-
-
-def cell(exact, cer):
-    """A table cell: share exactly right and CER, as ``68.3 % / 4.03 %``."""
-    return "%.1f %% / %.2f %%" % (100.0 * exact, 100.0 * cer)
-
-
-def markdown_table(systems, rows):
-    """The comparison as a markdown table: ``systems`` are the column headings, ``rows``
-    ``(material, n, [one cell per system])``."""
-    lines = ["| material | n | %s |" % " | ".join(systems),
-             "|---|---|" + "---|" * len(systems)]
-    for material, n, cells in rows:
-        if len(cells) != len(systems):
-            raise ValueError("%d cells for %d systems in row %r" % (len(cells), len(systems),
-                                                                    material))
-        lines.append("| %s | %s | %s |" % (material, n, " | ".join(cells)))
-    return "\n".join(lines)
+    """``[edits, characters, rows exactly right, rows]`` of one page, folded (NFKC, no
+    whitespace; ``side_by_side.page_scores``)."""
+    return folded_page_scores(read_rows, truth_rows_, FOLD, "")
 
 
 # ----- the picture ------------------------------------------------------------------------
@@ -284,9 +182,9 @@ def read_line_sets(sets, project, tesseract, paddle, scratch):
     for samples in sets:
         paths = [path for path, _ in samples]
         started = time.time()
-        readings["project"].append(project.read_lines(paths))
+        readings["project"].append(project.read_lines(paths, ZH.tidy))
         middle = time.time()
-        readings["tesseract"].append(tesseract.read_lines(paths))
+        readings["tesseract"].append(tesseract.read_lines(paths, ZH.tidy))
         seconds["project"] += middle - started
         seconds["tesseract"] += time.time() - middle
         # PP-OCR's start-up left out, as the project's is for lines.
@@ -306,9 +204,9 @@ def read_pages(pages, project, tesseract, paddle, scratch):
     seconds["paddle"] = paddle_read.wall
     for (path, truth, name), theirs_paddle in zip(pages, paddle_read.texts):
         started = time.time()
-        ours = project.read_page(path)
+        ours = project.read_page(path, ZH.tidy)
         middle = time.time()
-        theirs = tesseract.read_page(path)
+        theirs = tesseract.read_page(path, ZH.tidy)
         seconds["project"] += middle - started
         seconds["tesseract"] += time.time() - middle
         scores = [("project", ours), ("tesseract", theirs), ("paddle", theirs_paddle)]
@@ -349,15 +247,16 @@ def main(argv=None):
     os.makedirs(scratch, exist_ok=True)
     try:
         faces = arphic_faces()
-        cut, report = pdf_lines(scratch, (LSHORT, CTEX_FAQ), count, args.seed,
+        cut, report = pdf_lines(scratch, (LSHORT, CTEX_FAQ), count, args.seed, ZH,
                                 skip_pages=[(pdf, page) for pdf, numbers in WHOLE_PAGES
                                             for page in numbers])
         print("PDF lines: %d cut from %d pages" % (len(cut), report["pages"]), file=sys.stderr)
         rendered, man_read = man_lines(scratch, count, args.seed, faces)
         print("man-page lines: %d from %d man pages, in %d faces" % (
             len(rendered), man_read, len(faces)), file=sys.stderr)
-        page_set = whole_pages(scratch, pages)
-        tesseract, paddle = Tesseract(args.page_psm), PaddleOcr(ZH.tidy, ZH.join_pieces)
+        page_set = whole_pages(scratch, pages, ZH)
+        tesseract, paddle = Tesseract("chi_sim", args.page_psm), PaddleOcr(ZH.tidy,
+                                                                           ZH.join_pieces)
         project = Project(args.checkpoint)
         readings, line_seconds = read_line_sets([cut, rendered], project, tesseract, paddle,
                                                 scratch)

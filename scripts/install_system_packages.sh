@@ -16,9 +16,11 @@
 #   --latin:   what the Latin-script model trains on (languages/_latin.json and its members):
 #              the training faces, word lists (Debian w* lists, hunspell dictionaries) and the
 #              texts of Debian's translated manuals, manual pages and message catalogues
-#   --compare: the side-by-side check with Tesseract (scripts/compare_tesseract.py): Tesseract 5
-#              and its English model, the reserved type families and the reserved PDFs
-#              (never trained on: crnn-generate leaves reserved families out)
+#   --compare: the side-by-side checks with Tesseract (scripts/compare_tesseract.py,
+#              compare_chinese.py, compare_latin.py): Tesseract 5 with its English, Chinese,
+#              Latin-script and per-language models, the reserved type families and the reserved
+#              PDFs (never trained on: crnn-generate leaves reserved families out; the lshort
+#              translations of texlive-lang-* are named by the languages' descriptions)
 set -euo pipefail
 MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils qpdf
 fonts-wqy-microhei chromium"
@@ -47,7 +49,12 @@ manpages-vi manpages-tr"
 COMPARE="tesseract-ocr tesseract-ocr-eng fonts-liberation fonts-freefont-ttf fonts-urw-base35
 fonts-texgyre libtasn1-doc shared-mime-info python-reportlab-doc tesseract-ocr-chi-sim
 fonts-arphic-ukai fonts-arphic-uming fonts-arphic-gbsn00lp fonts-arphic-gkai00mp texlive-lang-chinese
-poppler-data manpages-zh"
+poppler-data manpages-zh tesseract-ocr-script-latn tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-spa
+tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-pol tesseract-ocr-ces tesseract-ocr-slk tesseract-ocr-nld
+tesseract-ocr-tur tesseract-ocr-fin tesseract-ocr-est tesseract-ocr-slv tesseract-ocr-vie
+texlive-lang-german texlive-lang-french texlive-lang-spanish texlive-lang-italian
+texlive-lang-portuguese texlive-lang-polish texlive-lang-czechslovak texlive-lang-european
+texlive-lang-other"
 DETECTOR="chromium debian-reference-en debian-reference-de debian-reference-es debian-reference-fr
 debian-reference-it debian-reference-pt debian-reference-pt-br python3-doc texlive-latex-base-doc
 texlive-pictures-doc"

@@ -22,11 +22,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from compare_chinese import tesseract_languages  # noqa: E402
 from pp_ocr import MISSING, NAME, RAPIDOCR_PYTHON, RAPIDOCR_READ, rapidocr_ready  # noqa: E402
 from rapidocr_read import requested_paths  # noqa: E402
+from side_by_side import tesseract_languages  # noqa: E402
 
-TESSERACT_MODELS = {"en": "eng", "zh": "chi_sim"}
 INSTALL_COMPARE = "scripts/install_system_packages.sh --compare"
 TESSERACT = "Tesseract"
 PROJECT = "this project"
@@ -172,8 +171,12 @@ def readers(language, model, onnx, scratch, threads, timeout):
         found.append(project_reader("onnx", onnx, language.join_pieces, timeout))
     else:
         skipped.append("skipping this project on ONNX Runtime: %s" % why)
-    tesseract_model, models = TESSERACT_MODELS[language.name], tesseract_languages()
-    if models is None or tesseract_model not in models:
+    # Which Tesseract model reads the language is in its description (checks.tesseract).
+    tesseract_model, models = language.checks["tesseract"], tesseract_languages()
+    if tesseract_model is None:
+        skipped.append("skipping Tesseract: the %s description names no Tesseract model "
+                       "(checks.tesseract)" % language.name)
+    elif models is None or tesseract_model not in models:
         skipped.append("skipping Tesseract: %s not installed; run %s" % (
             "tesseract" if models is None else "its %s model" % tesseract_model, INSTALL_COMPARE))
     else:

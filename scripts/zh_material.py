@@ -1,13 +1,12 @@
-"""The material of the project's Chinese checks: lines cut from the reserved PDFs, man-page prose
-printed in the reserved AR PL faces, whole pages; and the line printing they share with the
-project's own design check (``zh_design_check.py``).
+"""The material of the project's Chinese checks: the reserved PDFs and their whole pages (cut and
+read by ``pdf_material.py``), man-page prose printed in the reserved AR PL faces; and the line
+printing they share with the project's own design check (``zh_design_check.py``).
 
 The reserved material (``lshort-zh-cn.pdf`` and ``ctex-faq.pdf`` of texlive-lang-chinese, the
 text of manpages-zh, the AR PL faces) is for ``compare_chinese.py``, the final check of a chosen
 model; :func:`print_line` and :func:`line_window` also serve material of the project's own.
 Needs ``scripts/install_system_packages.sh --compare`` for the reserved part.
 """
-import collections
 import glob
 import math
 import os
@@ -23,8 +22,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets.fonts import load_font  # noqa: E402
 from crnn_multigpu.datasets.language import get_language  # noqa: E402
-from page_check import labelled_rows, layout_rows, rasterise, truth_rows  # noqa: E402
-from pdf_training_set import page_count  # noqa: E402
 from reports import fail  # noqa: E402
 
 INSTALL_COMPARE = "scripts/install_system_packages.sh --compare"
@@ -34,7 +31,6 @@ CTEX_FAQ = "/usr/share/doc/texlive-doc/latex/ctex-faq/ctex-faq.pdf"
 WHOLE_PAGES = ((LSHORT, (14, 24, 107)), (CTEX_FAQ, (6, 13, 24)))
 MAN_PAGES = "/usr/share/man/zh_CN/man*/*"
 ARPHIC_DIRS = "/usr/share/fonts/truetype/arphic*"
-DPI = 150
 MAX_LINE = 30          # characters of a rendered man-page line
 MIN_HANZI = 6          # a man-page line is Chinese prose when it holds this many Hanzi
 LINES_PER_MAN_PAGE = 3  # lines are spread over many man pages, not a few long ones
@@ -54,53 +50,6 @@ def check_material():
     if missing:
         fail("missing the reserved material: %s; run %s" % (", ".join(missing), INSTALL_COMPARE))
 
-
-
-# ----- material 1: lines cut from the PDFs -------------------------------------------------
-
-def pdf_lines(out, pdfs, count, seed, skip_pages=(), dpi=DPI):
-    """``(samples [(path, label)], report)``: ``count`` lines cut from ``pdfs`` (an even share
-    each) at ``dpi``. Each PDF's body pages (not the title page, nor ``skip_pages``) are visited
-    in an order drawn with ``seed``, a few rows drawn from each, so the lines spread over the
-    document. ``report`` counts the pages visited, their text-layer rows, the rows found
-    exactly, and the pieces left out with the characters the charset cannot write."""
-    samples, skip = [], set(skip_pages)
-    report = dict(pages=0, rows=0, exact=0, pieces=0, left_out=0, unwritable=collections.Counter())
-    for index, pdf in enumerate(pdfs):
-        wanted = count // len(pdfs) + (1 if index < count % len(pdfs) else 0)
-        pages = [page for page in range(2, page_count(pdf) + 1) if (pdf, page) not in skip]
-        rng = np.random.RandomState([seed, index])
-        # A few rows a page, more when the document is short (ctex-faq has 41 pages).
-        per_page = max(3, int(math.ceil(1.25 * wanted / max(1, len(pages)))))
-        taken = 0
-        for page in rng.permutation(pages):
-            if taken >= wanted:
-                break
-            prefix = os.path.join(out, "pdfpage")
-            raster = rasterise(pdf, int(page), dpi, prefix)
-            with Image.open(raster) as opened:
-                image = opened.convert("L")
-            os.remove(raster)  # the crops are what the systems read
-            rows = truth_rows(pdf, int(page), dpi)
-            kept, left_out, exact = labelled_rows(image, rows, ZH)
-            report["pages"] += 1
-            report["rows"] += len(rows)
-            report["exact"] += exact
-            report["pieces"] += len(kept) + len(left_out)
-            report["left_out"] += len(left_out)
-            for text in left_out:
-                report["unwritable"].update(set(ZH.charset.unknown_chars(text)))
-            if not kept:
-                continue
-            picked = sorted(rng.choice(len(kept), min(per_page, len(kept), wanted - taken),
-                                       replace=False))
-            for choice in picked:
-                crop, label = kept[choice]
-                path = os.path.join(out, "pdfline%05d.png" % len(samples))
-                crop.save(path)
-                samples.append((path, label))
-            taken += len(picked)
-    return samples, report
 
 
 # ----- material 2: man-page prose in the AR PL faces ----------------------------------------
@@ -234,27 +183,3 @@ def man_lines(out, count, seed, faces):
         image.save(path)
         samples.append((path, line))
     return samples, read
-
-
-# ----- material 3: whole pages ----------------------------------------------------------
-
-def page_truth(pdf, page):
-    """The text layer's rows of a page (``page_check.layout_rows``), top to bottom, each row's
-    words left to right joined as Chinese joins pieces and spelt as the language spells."""
-    rows = []
-    for _, words in layout_rows(pdf, page):
-        text = ZH.spell(ZH.join_pieces(word[4] for word in sorted(words)))
-        if text:
-            rows.append(text)
-    return rows
-
-
-def whole_pages(out, pages, dpi=DPI):
-    """``[(path, truth rows, name)]``: the pages rasterised at ``dpi``."""
-    found = []
-    for pdf, page in pages:
-        name = "%s:%d" % (os.path.basename(pdf), page)
-        path = rasterise(pdf, page, dpi, os.path.join(out, "page-%s-%d" % (
-            os.path.splitext(os.path.basename(pdf))[0], page)))
-        found.append((path, page_truth(pdf, page), name))
-    return found

@@ -36,7 +36,12 @@ charset file beside it. The keys:
   (:mod:`crnn_multigpu.ocr.char_lm`): its ``order``, ``weight`` and ``bonus``, whether they
   read with it unless told otherwise (``on_by_default``), whether the word list joins the
   prose it is counted from (``with_word_list``), and the file of counts shipped beside the
-  description (``counts``; else they are counted from the prose at start-up).
+  description (``counts``; else they are counted from the prose at start-up);
+* ``checks``: what the side-by-side checks need (``scripts/compare_latin.py``,
+  ``scripts/reading_systems.py``): ``tesseract``, the Tesseract model that reads the language
+  (``deu``); ``reserved_pdf``, a document in the language reserved for the final checks (a
+  translation of lshort: no model trains, validates or is chosen on it), and ``pages``, the body
+  pages of it scored whole (lines are cut from its other pages).
 """
 import importlib
 import io
@@ -132,6 +137,7 @@ class Language(object):
         self.scoring = description.get("scoring", "strict")
         self.char_lm = dict(CHAR_LM_DEFAULTS, **description.get("char_lm", {}))
         self.band_room = tuple(description.get("band_room", LATIN_BAND_ROOM))
+        self._checks = description.get("checks", {})
         self._charset = None
 
     @property
@@ -143,6 +149,14 @@ class Language(object):
             self._charset = Charset.printable_ascii() if name == "printable_ascii" else \
                 Charset.from_file(os.path.join(LANGUAGES_DIR, name))
         return self._charset
+
+    @property
+    def checks(self):
+        """The side-by-side checks' data (the ``checks`` key): ``tesseract`` (a model name or
+        None), ``reserved_pdf`` (a path or None) and ``pages`` (a list of page numbers)."""
+        return {"tesseract": self._checks.get("tesseract"),
+                "reserved_pdf": self._checks.get("reserved_pdf"),
+                "pages": list(self._checks.get("pages", ()))}
 
     def draws_family(self, family):
         """False for a family the description leaves out (another language's design)."""
