@@ -9,7 +9,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from crnn_multigpu.cli import predict
-from crnn_multigpu.ocr import reader
+from crnn_multigpu.ocr import shipped
 from crnn_multigpu.ocr.shipped import shipped_model
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.datasets.lines import ascii_spelling
@@ -194,7 +194,7 @@ def test_the_shipped_text_model_reads_a_printed_page(tmp_path, capsys):
 def test_page_and_lines_without_the_text_model_say_how_to_make_one(tmp_path, capsys,
                                                                      monkeypatch):
     missing = str(tmp_path / "models" / "text")
-    monkeypatch.setattr(reader, "shipped_model",
+    monkeypatch.setattr(shipped, "shipped_model",
                         lambda name: missing if name == "text" else shipped_model(name))
     path = str(tmp_path / "page.png")
     render_page()[0].save(path)

@@ -67,7 +67,7 @@ def _read_lines(path, fmt="words"):
         with io.open(path, "r", encoding=encoding) as handle:
             lines = unicodedata.normalize("NFC", handle.read()).splitlines()
     except (UnicodeDecodeError, LookupError) as error:
-        raise ValueError("word list %s is not %s text: %s" % (path, encoding, error))
+        raise ValueError("word list %s is not %s text: %s" % (path, encoding.upper(), error))
     if fmt == "hunspell":
         # The first line counts the words; a word's flags follow a slash (an escaped one,
         # "\\/", is part of the word), its morphology a TAB or space.

@@ -66,10 +66,9 @@ def resolve_run(path, model=DEFAULT_MODEL, flag="--checkpoint"):
         shipped = shipped_model(model)
         if os.path.isfile(os.path.join(shipped, "config.json")):
             return shipped, None
-        raise FileNotFoundError("no --checkpoint given and the shipped model is missing from "
-                                "%s (it has no config.json); pass the --out folder of crnn-train "
-                                "as --checkpoint (e.g. runs/lines/run after make train-lines)"
-                                % shipped)
+        raise FileNotFoundError("the shipped model is missing from %s (it has no config.json); "
+                                "pass the --out folder of crnn-train as --checkpoint (e.g. "
+                                "runs/lines/run after make train-lines)" % shipped)
     if os.path.isdir(path):
         return path, None
     if os.path.isfile(path):
