@@ -56,7 +56,7 @@ def test_shipped_models_load_from_the_package_resources(name, language):
     finally:
         recognizer.close()
     with pytest.raises(ValueError, match="no shipped model is called 'en': the shipped models "
-                                         "are text, words, zh"):
+                                         "are text, words, zh, latin"):
         shipped_model("en")
 
 

@@ -18,6 +18,9 @@ SHIPPED = (
     # Simplified Chinese (GB2312's 6,763 Hanzi, printable ASCII, Chinese punctuation), any
     # width: words, lines and pages, Latin words and code mixed in.
     "zh",
+    # The Latin script of Europe and Vietnam (434 characters: ASCII, every letter with its marks,
+    # typographic signs), any width; in training, part by part (models/latin/README.md).
+    "latin",
 )
 DEFAULT_MODEL = SHIPPED[0]
 PACKAGE = "crnn_multigpu.models"
