@@ -47,14 +47,17 @@ class Fifo(object):
 
     def __init__(self, path, payload):
         self.path, self.payload, self.stopped = path, payload, threading.Event()
+        self.opened = 0
         os.mkfifo(path)
         self.writer = threading.Thread(target=self._serve, daemon=True)
         self.writer.start()
 
     def _serve(self):
+        self.opened = 0  # by readers: counted before the payload is written, so before it is read
         while not self.stopped.is_set():
             with open(self.path, "wb") as stream:  # blocks until a reader opens it
                 if not self.stopped.is_set():
+                    self.opened += 1
                     stream.write(self.payload)
 
     def close(self):
@@ -74,11 +77,16 @@ def word(tmp_path):
 
 
 @pytest.fixture
-def fifo(tmp_path, word):
+def pipe(tmp_path, word):
     with open(word, "rb") as stream:
-        pipe = Fifo(str(tmp_path / "pipe.png"), stream.read())
-    yield pipe.path
-    pipe.close()
+        served = Fifo(str(tmp_path / "pipe.png"), stream.read())
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def fifo(pipe):
+    return pipe.path
 
 
 def things(tmp_path):
@@ -113,7 +121,8 @@ def test_each_thing_that_is_not_an_image_is_named_with_its_reason(tmp_path, fifo
     assert regular_file(str(tmp_path / "notes.png")) == 26
 
 
-def test_crnn_predict_skips_each_with_its_reason_and_reads_the_rest(tmp_path, fifo, word):
+def test_crnn_predict_skips_each_with_its_reason_and_reads_the_rest(tmp_path, pipe, word):
+    fifo = pipe.path
     cases = dict(things(tmp_path), **{fifo: "it is a named pipe (FIFO), not a file"})
     del cases[str(tmp_path / "document.png")]  # a PDF is pointed to --page (test_predict_pdf)
     code, out, err = run_tool(predict.main, sorted(cases) + [word])
@@ -121,6 +130,8 @@ def test_crnn_predict_skips_each_with_its_reason_and_reads_the_rest(tmp_path, fi
     for path, reason in cases.items():
         assert "skipped: %s: %s" % (path, reason) in err, err
     assert "Traceback" not in err
+    # Never opened: without a writer, an open (once to count a TIFF's frames) waits for ever.
+    assert pipe.opened == 0
 
 
 def test_a_pdf_locked_or_cut_short_is_named_with_its_reason(tmp_path):

@@ -101,7 +101,10 @@ def _chosen(count, selection, name, kind):
 
 def _frame_count(path):
     """How many pages the image file at ``path`` holds (its header only); 1 for a file of one
-    frame, an animation, or one that cannot be opened (its load says why)."""
+    frame, an animation, or one that cannot be opened (its load says why). Only a regular file
+    is opened: a FIFO would wait for a writer for ever (its load refuses it unopened)."""
+    if not os.path.isfile(path):
+        return 1
     try:
         with warnings.catch_warnings():  # a bomb is refused by its load, in one line
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
