@@ -97,6 +97,10 @@ def things(tmp_path):
     (tmp_path / "notes.png").write_text("hello world, not an image\n")
     (tmp_path / "blob.png").write_bytes(bytes(range(7, 70)))
     minimal_pdf(str(tmp_path / "document.png"))
+    (tmp_path / "scan.tif").write_bytes(b"II*\x00\x08\x00\x00\x00" + b"\xff" * 64)
+    Image.new("L", (300, 200), 128).save(str(tmp_path / "cut.png"))
+    with open(str(tmp_path / "cut.png"), "r+b") as stream:
+        stream.truncate(100)
     return {str(folder): "it is a folder, not a file: pass the files in it (e.g. %s/*.png)"
             % folder,
             str(tmp_path / "empty.png"): "it is empty (0 bytes)",
@@ -107,6 +111,10 @@ def things(tmp_path):
             str(tmp_path / "document.png"): "it is a PDF document, not an image: read its pages "
                                             "with --page",
             str(tmp_path / "missing.png"): "no such file",
+            # A damaged file of a format Pillow reads is called damaged, not a format to convert.
+            str(tmp_path / "scan.tif"): "it begins as a TIFF file does, but Pillow cannot read "
+                                        "it: it is damaged or cut short; copy it again",
+            str(tmp_path / "cut.png"): "it is damaged or cut short (Pillow: ",
             os.devnull: "it is a device, not a file"}
 
 

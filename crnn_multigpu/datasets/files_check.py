@@ -48,6 +48,12 @@ def regular_file(path, what="image"):
     return status.st_size
 
 
+# The first bytes of formats Pillow reads: a file that begins so and is not identified is a
+# damaged one of them (once told to convert a damaged TIFF to PNG or JPEG).
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"II*\x00", "TIFF"),
+               (b"MM\x00*", "TIFF"), (b"GIF8", "GIF"))
+
+
 def not_an_image(path):
     """Why ``path``, a file Pillow could not identify, is not an image, from its first bytes:
     a PDF, text, or a format Pillow does not read (with the bytes it begins with)."""
@@ -65,5 +71,9 @@ def not_an_image(path):
     if text is not None and text.strip() and all(char.isprintable() or char in "\t\r\n"
                                                  for char in text):
         return "it holds text, not an image (it begins %r)" % text.strip()[:32]
+    for signature, kind in _SIGNATURES:
+        if head.startswith(signature):
+            return ("it begins as a %s file does, but Pillow cannot read it: it is damaged or cut "
+                    "short; copy it again or save it anew" % kind)
     return ("its format is not one Pillow reads (it begins with bytes %s): convert it to PNG "
             "or JPEG" % " ".join("%02x" % byte for byte in head[:8]))

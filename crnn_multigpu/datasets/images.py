@@ -116,9 +116,18 @@ def open_image(source, name=None, frame=0):
         # Read before the pixels: loading may close the file a TIFF's tags are read from.
         orientation = image.getexif().get(EXIF_ORIENTATION)
         image.load()  # Image.open only parses the header; truncated pixel data surfaces here
+    except UnreadableImage:
+        raise
     except UNREADABLE as error:
-        raise UnreadableImage(name, error)
+        raise UnreadableImage(name, damaged(error))
     return upright(image, orientation)
+
+
+def damaged(error):
+    """The reason an image whose header Pillow read cannot be decoded (``error``, Pillow's):
+    the file is damaged or cut short, and what to do (Pillow's own words alone, ``image file
+    is truncated``, said neither)."""
+    return "it is damaged or cut short (Pillow: %s): copy it again or save it anew" % error
 
 
 def upright(image, orientation):
