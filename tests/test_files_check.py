@@ -118,13 +118,16 @@ def things(tmp_path):
             os.devnull: "it is a device, not a file"}
 
 
-def test_each_thing_that_is_not_an_image_is_named_with_its_reason(tmp_path, fifo):
+def test_each_thing_that_is_not_an_image_is_named_with_its_reason(tmp_path, fifo, recwarn):
     cases = dict(things(tmp_path), **{fifo: "it is a named pipe (FIFO), not a file"})
     for path, reason in cases.items():
         for load in (load_image, grey_page):
             with pytest.raises(ValueError) as refused:
                 load(path)
             assert str(refused.value).startswith("cannot read image %s: %s" % (path, reason))
+    # The one line says it: Pillow's raw warnings (Corrupt EXIF data, of the damaged TIFF)
+    # would reach the user as lines of its source.
+    assert [str(w.message) for w in recwarn if "PIL" in w.filename] == []
     assert not pdf.is_pdf(fifo) and not pdf.is_pdf(str(tmp_path / "scans"))
     assert regular_file(str(tmp_path / "notes.png")) == 26
 

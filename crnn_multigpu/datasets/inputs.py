@@ -23,14 +23,13 @@ ValueError): each input succeeds or fails on its own, in its place.
 import collections
 import functools
 import os
-import warnings
 
 import numpy as np
 from PIL import Image
 
 from crnn_multigpu.datasets import pdf
 from crnn_multigpu.datasets.files_check import not_an_image
-from crnn_multigpu.datasets.images import UNREADABLE, UnreadableImage, open_image
+from crnn_multigpu.datasets.images import UNREADABLE, UnreadableImage, open_image, quiet_pillow
 
 Source = collections.namedtuple("Source", ["name", "load", "dpi"], defaults=(None,))
 Source.__doc__ = """One image to read: ``name`` (module docstring), ``load()``, the image (a
@@ -106,8 +105,7 @@ def _frame_count(path):
     if not os.path.isfile(path):
         return 1
     try:
-        with warnings.catch_warnings():  # a bomb is refused by its load, in one line
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with quiet_pillow():  # a bomb is refused by its load, in one line
             with Image.open(path) as header:
                 if header.format not in PAGED_FORMATS:
                     return 1
