@@ -98,6 +98,9 @@ def things(tmp_path):
     (tmp_path / "blob.png").write_bytes(bytes(range(7, 70)))
     minimal_pdf(str(tmp_path / "document.png"))
     (tmp_path / "scan.tif").write_bytes(b"II*\x00\x08\x00\x00\x00" + b"\xff" * 64)
+    os.symlink(str(tmp_path / "loop_b.png"), str(tmp_path / "loop_a.png"))
+    os.symlink(str(tmp_path / "loop_a.png"), str(tmp_path / "loop_b.png"))
+    os.symlink(str(tmp_path / "moved.png"), str(tmp_path / "link.png"))
     Image.new("L", (300, 200), 128).save(str(tmp_path / "cut.png"))
     with open(str(tmp_path / "cut.png"), "r+b") as stream:
         stream.truncate(100)
@@ -111,6 +114,9 @@ def things(tmp_path):
             str(tmp_path / "document.png"): "it is a PDF document, not an image: read its pages "
                                             "with --page",
             str(tmp_path / "missing.png"): "no such file",
+            str(tmp_path / "loop_a.png"): "it is a symbolic link that leads round in a loop (",
+            str(tmp_path / "link.png"): "it is a symbolic link to %s, which does not exist: "
+                                        "point it at the file" % (tmp_path / "moved.png"),
             # A damaged file of a format Pillow reads is called damaged, not a format to convert.
             str(tmp_path / "scan.tif"): "it begins as a TIFF file does, but Pillow cannot read "
                                         "it: it is damaged or cut short; copy it again",

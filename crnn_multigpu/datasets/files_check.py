@@ -7,6 +7,7 @@ ever); :func:`not_an_image` says what a file is that Pillow cannot identify. The
 (``datasets.images.open_image``) and the PDF reader (``datasets.pdf``) ask them; any loader of
 inputs may.
 """
+import errno
 import os
 import stat
 
@@ -31,10 +32,13 @@ def regular_file(path, what="image"):
     try:
         status = os.stat(path)
     except FileNotFoundError:
-        raise refuse("no such file (check the path)")
+        raise refuse(_broken_link(path) or "no such file (check the path)")
     except PermissionError:
         raise refuse("permission denied on its folder")
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise refuse("it is a symbolic link that leads round in a loop (%s): point it at "
+                         "the file, or pass the file itself" % error.strerror)
         raise refuse(error.strerror or str(error))
     for test, reason in _KINDS:
         if test(status.st_mode):
@@ -46,6 +50,17 @@ def regular_file(path, what="image"):
     if not os.access(path, os.R_OK):
         raise refuse("permission denied: this user may not read it")
     return status.st_size
+
+
+def _broken_link(path):
+    """The reason for a symbolic link at ``path`` whose target does not exist, else None (a
+    plain missing path): the user sees the link, so "no such file" alone misleads."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return None
+    return ("it is a symbolic link to %s, which does not exist: point it at the file, or pass "
+            "the file itself" % target)
 
 
 # The first bytes of formats Pillow reads: a file that begins so and is not identified is a
