@@ -244,6 +244,12 @@ def model_location(model, engine):
     if isinstance(model, str) and model in SHIPPED:
         return resolve_run(None, model) if engine == "tf" else \
             (shipped_model(model, engine="onnx"), None)
+    if isinstance(model, str) and not os.path.exists(model):
+        # A name mistyped, told as the API's caller named it (not as crnn-predict's
+        # --checkpoint, which passes a Path).
+        raise ValueError("model %r is neither a shipped model (%s) nor a path that exists: name "
+                         "one of those, or a run folder of crnn-train (with engine=\"onnx\", "
+                         "its export)" % (model, ", ".join(sorted(SHIPPED))))
     path = os.fspath(model)
     if engine == "onnx":
         return onnx_file(path), None
