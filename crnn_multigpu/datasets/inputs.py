@@ -168,7 +168,7 @@ def _in_memory(given, index):
 
 def _image_array(array):
     """A numpy image as Pillow takes it: booleans as 0/255, other integers as 8 bits when they
-    fit, floats as they are (read by their values: [0, 1] or [0, 255])."""
+    fit, floats as they are (read by their values: [0, 1] or [0, 255]; colour as 8 bits)."""
     if array.dtype == np.bool_:
         return array.astype(np.uint8) * 255
     if np.issubdtype(array.dtype, np.integer) and array.size and \
@@ -176,4 +176,10 @@ def _image_array(array):
         return array.astype(np.uint8)
     if np.issubdtype(array.dtype, np.floating) and array.ndim == 2:
         return array.astype(np.float32)
+    if np.issubdtype(array.dtype, np.floating) and array.ndim == 3 and array.shape[2] in (3, 4) \
+            and array.size and np.isfinite(array).all() and array.min() >= 0:
+        # Colour in floats (matplotlib's imread gives [0, 1] RGBA), which Pillow has no mode
+        # for: as 8 bits, read by their values as grey floats are.
+        scale = 255.0 if array.max() <= 1.0 else 1.0
+        return np.clip(np.rint(array * scale), 0, 255).astype(np.uint8)
     return array
