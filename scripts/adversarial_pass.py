@@ -371,7 +371,7 @@ def cases(f, python):
             "--train", f["labels_good"], "--out", f["run_copy"] + "x", "--resume"],
              all_of(refuses(r"nothing to resume"), lambda r: "silently wrong"
                     if os.path.exists(f["run_copy"] + "x") else "right")),
-        Case("resume-changed", "crnn-train --resume changing --lr", train + [
+        Case("resume-changed", "crnn-train --resume of the text run, --lr and charset changed", train + [
             "--train", f["labels_good"], "--out", f["run_copy"], "--resume", "--lr", "0.01",
             "--steps", "4001"], refuses(r"changes settings|differs")),
         Case("resume-file", "crnn-train --resume --out a file", train + [
@@ -391,7 +391,7 @@ def cases(f, python):
         Case("api-json", "to_json() with a TAB and a non-UTF-8 name, as JSON", api(
             "import json, shutil; shutil.copy(F['page.png'], F['tab\\tname.png'])\n"
             "d = ocr.Reader().read([F['tab\\tname.png'], F['bad_utf8']])\n"
-            "print(json.dumps(d.to_json(), ensure_ascii=False))"),
+            "print(json.dumps(d.to_json()))"),
              all_of(json_lines_valid, reads(b"quick", b"tab\\tname.png", b"bad\\udce9name"))),
         Case("api-save-pdf", "save_pdf into a folder that does not exist", api(
             "d = ocr.Reader().read([F['page.png']])\n"
