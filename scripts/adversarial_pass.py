@@ -445,7 +445,9 @@ def shown(case):
 
 
 def _tidy(text):
-    """``text`` on one table line: the fixture folder as $T, TAB and newline escaped."""
+    """``text`` on one table line: the fixture folder as $T, TAB, newline and a byte that is
+    not UTF-8 (a name's) escaped."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     text = re.sub(r"/tmp/adversarial-[^/\s']*", "$T", text)
     return text.replace("\n", "\\n").replace("\t", "\\t").replace("|", "\\|")
 
