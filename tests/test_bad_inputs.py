@@ -259,6 +259,21 @@ def test_help_returns_0_and_a_malformed_line_2_to_an_in_process_caller(tool, cap
     assert "--no-such-option" in one_error_line(code, err) or "required" in err
 
 
+def test_a_file_named_as_an_option_is_pointed_to_dash_dash(tmp_path, monkeypatch):
+    from crnn_multigpu.cli import predict
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-scan.png").write_bytes(b"an image")
+    parser = predict.build_parser()
+    for argv in (["-scan.png"], ["--page", "-scan.png", "a.png"]):  # images missing; unknown
+        with pytest.raises(UsageError) as refused:
+            parser.parse_args(argv)
+        assert str(refused.value) == ("-scan.png is a file, but begins with '-' as an option "
+                                      "does: pass it as ./-scan.png, or after -- (-- -scan.png)")
+    assert parser.parse_args(["--", "-scan.png"]).images == ["-scan.png"]
+    with pytest.raises(UsageError, match="unrecognized arguments: -other.png$"):
+        parser.parse_args(["a.png", "-other.png"])  # no such file: argparse's own line
+
+
 def test_a_missing_checkpoint_is_named(tiny_dataset, tmp_path, capsys):
     code, err = cli(evaluate.main, ["--checkpoint", str(tmp_path / "nope"), "--data", tiny_dataset],
                     capsys)

@@ -47,14 +47,17 @@ class Fifo(object):
 
     def __init__(self, path, payload):
         self.path, self.payload, self.stopped = path, payload, threading.Event()
+        self.opened = 0
         os.mkfifo(path)
         self.writer = threading.Thread(target=self._serve, daemon=True)
         self.writer.start()
 
     def _serve(self):
+        self.opened = 0  # by readers: counted before the payload is written, so before it is read
         while not self.stopped.is_set():
             with open(self.path, "wb") as stream:  # blocks until a reader opens it
                 if not self.stopped.is_set():
+                    self.opened += 1
                     stream.write(self.payload)
 
     def close(self):
@@ -74,11 +77,16 @@ def word(tmp_path):
 
 
 @pytest.fixture
-def fifo(tmp_path, word):
+def pipe(tmp_path, word):
     with open(word, "rb") as stream:
-        pipe = Fifo(str(tmp_path / "pipe.png"), stream.read())
-    yield pipe.path
-    pipe.close()
+        served = Fifo(str(tmp_path / "pipe.png"), stream.read())
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def fifo(pipe):
+    return pipe.path
 
 
 def things(tmp_path):
@@ -89,6 +97,13 @@ def things(tmp_path):
     (tmp_path / "notes.png").write_text("hello world, not an image\n")
     (tmp_path / "blob.png").write_bytes(bytes(range(7, 70)))
     minimal_pdf(str(tmp_path / "document.png"))
+    (tmp_path / "scan.tif").write_bytes(b"II*\x00\x08\x00\x00\x00" + b"\xff" * 64)
+    os.symlink(str(tmp_path / "loop_b.png"), str(tmp_path / "loop_a.png"))
+    os.symlink(str(tmp_path / "loop_a.png"), str(tmp_path / "loop_b.png"))
+    os.symlink(str(tmp_path / "moved.png"), str(tmp_path / "link.png"))
+    Image.new("L", (300, 200), 128).save(str(tmp_path / "cut.png"))
+    with open(str(tmp_path / "cut.png"), "r+b") as stream:
+        stream.truncate(100)
     return {str(folder): "it is a folder, not a file: pass the files in it (e.g. %s/*.png)"
             % folder,
             str(tmp_path / "empty.png"): "it is empty (0 bytes)",
@@ -99,21 +114,32 @@ def things(tmp_path):
             str(tmp_path / "document.png"): "it is a PDF document, not an image: read its pages "
                                             "with --page",
             str(tmp_path / "missing.png"): "no such file",
+            str(tmp_path / "loop_a.png"): "it is a symbolic link that leads round in a loop (",
+            str(tmp_path / "link.png"): "it is a symbolic link to %s, which does not exist: "
+                                        "point it at the file" % (tmp_path / "moved.png"),
+            # A damaged file of a format Pillow reads is called damaged, not a format to convert.
+            str(tmp_path / "scan.tif"): "it begins as a TIFF file does, but Pillow cannot read "
+                                        "it: it is damaged or cut short; copy it again",
+            str(tmp_path / "cut.png"): "it is damaged or cut short (Pillow: ",
             os.devnull: "it is a device, not a file"}
 
 
-def test_each_thing_that_is_not_an_image_is_named_with_its_reason(tmp_path, fifo):
+def test_each_thing_that_is_not_an_image_is_named_with_its_reason(tmp_path, fifo, recwarn):
     cases = dict(things(tmp_path), **{fifo: "it is a named pipe (FIFO), not a file"})
     for path, reason in cases.items():
         for load in (load_image, grey_page):
             with pytest.raises(ValueError) as refused:
                 load(path)
             assert str(refused.value).startswith("cannot read image %s: %s" % (path, reason))
+    # The one line says it: Pillow's raw warnings (Corrupt EXIF data, of the damaged TIFF)
+    # would reach the user as lines of its source.
+    assert [str(w.message) for w in recwarn if "PIL" in w.filename] == []
     assert not pdf.is_pdf(fifo) and not pdf.is_pdf(str(tmp_path / "scans"))
     assert regular_file(str(tmp_path / "notes.png")) == 26
 
 
-def test_crnn_predict_skips_each_with_its_reason_and_reads_the_rest(tmp_path, fifo, word):
+def test_crnn_predict_skips_each_with_its_reason_and_reads_the_rest(tmp_path, pipe, word):
+    fifo = pipe.path
     cases = dict(things(tmp_path), **{fifo: "it is a named pipe (FIFO), not a file"})
     del cases[str(tmp_path / "document.png")]  # a PDF is pointed to --page (test_predict_pdf)
     code, out, err = run_tool(predict.main, sorted(cases) + [word])
@@ -121,6 +147,8 @@ def test_crnn_predict_skips_each_with_its_reason_and_reads_the_rest(tmp_path, fi
     for path, reason in cases.items():
         assert "skipped: %s: %s" % (path, reason) in err, err
     assert "Traceback" not in err
+    # Never opened: without a writer, an open (once to count a TIFF's frames) waits for ever.
+    assert pipe.opened == 0
 
 
 def test_a_pdf_locked_or_cut_short_is_named_with_its_reason(tmp_path):

@@ -102,6 +102,17 @@ def test_too_many_pixels_are_refused_from_the_header_without_pillows_warning(tmp
     assert open_image(path).size == (20, 20)
 
 
+@pytest.mark.parametrize("scale", [1.0, 255.0])
+@pytest.mark.parametrize("channels", [3, 4])
+def test_a_colour_array_of_floats_reads_as_its_8_bit_image(channels, scale):
+    # matplotlib's imread gives a PNG as float32 RGBA in [0, 1]; Pillow has no mode for it.
+    grey = np.asarray(asymmetric()).astype(np.float32)
+    colour = np.stack([grey] * 3 + [np.full_like(grey, 255.0)] * (channels - 3), axis=-1)
+    loaded = sources([colour * scale / 255.0])[0].load()
+    assert loaded.mode == ("RGB", "RGBA")[channels - 3]
+    np.testing.assert_allclose(np.asarray(loaded.convert("L"), np.float32), grey, atol=1)
+
+
 def test_images_arrays_and_bytes_are_inputs_named_by_their_place(tmp_path):
     picture = asymmetric()
     grey = np.asarray(picture)

@@ -87,3 +87,18 @@ def test_a_page_read_as_a_crop_gets_a_hint_to_pass_page(page, tmp_path, capsys):
     assert captured.err.count("note:") == 1, captured.err
     assert "note: %s looks like a page (6 lines of text) but is read as one word or line: " \
            "pass --page to read its lines" % page_path in captured.err
+
+
+def test_a_line_given_to_the_words_model_gets_a_hint_to_read_it_as_a_line(page, tmp_path, capsys):
+    from crnn_multigpu.cli import predict
+    line_path, word_path = str(tmp_path / "line.png"), str(tmp_path / "word.png")
+    line = page.crop((30, 20, 690, 60))
+    Image.fromarray(np.hstack([np.asarray(line)] * 3)).save(line_path)  # a line 3 sentences long
+    page.crop((30, 20, 110, 60)).save(word_path)  # about one word of it
+    assert predict.main(["--model", "words", line_path, word_path]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 2  # both still read, as asked
+    assert captured.err.count("note:") == 1, captured.err
+    assert "note: %s is " % line_path in captured.err
+    assert "times as wide as the 128 px crops of single words this model reads, its letters " \
+           "squeezed out of shape: read lines with the text model (--lines)" in captured.err

@@ -261,3 +261,12 @@ def test_save_pdf_lays_the_text_read_on_the_pages(readers, english_pages, tmp_pa
     assert subprocess.run(["pdftotext", written, "-"], stdout=subprocess.PIPE, check=True
                           ).stdout.decode("utf-8") == text
     assert predict.main(["--format", "json", "--out", written, image]) == 2   # --out is pdf's
+
+
+def test_a_mistyped_model_name_is_named_with_the_shipped_ones(tmp_path, monkeypatch):
+    from crnn_multigpu import ocr
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as refused:
+        ocr.Reader(model="txet")
+    assert str(refused.value).startswith(
+        "model 'txet' is neither a shipped model (text, words, zh) nor a path that exists")

@@ -74,7 +74,19 @@ class ArgumentParser(argparse.ArgumentParser):
     ``error`` raises UsageError, which ``console_entry`` prints as one line; ``--help`` is unchanged.
     """
 
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)  # for error()'s advice
+        return super(ArgumentParser, self).parse_known_args(args, namespace)
+
     def error(self, message):
+        dashed = [arg for arg in getattr(self, "_given", [])
+                  if arg.startswith("-") and arg != "-" and os.path.exists(arg)
+                  and arg.split("=")[0] not in self._option_string_actions]
+        if dashed:
+            # argparse takes a file named "-scan.png" for an option and says only that the
+            # images are missing, or that it does not know the option.
+            raise UsageError("%s is a file, but begins with '-' as an option does: pass it as "
+                             "./%s, or after -- (-- %s)" % (dashed[0], dashed[0], dashed[0]))
         # "argument --steps: must be at least 1, got 0" -> "--steps must be at least 1, got 0"
         match = re.match(r"argument (\S+?)(?:/(\S+))?: (.*)$", message, re.S)
         if match:

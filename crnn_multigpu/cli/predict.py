@@ -208,6 +208,12 @@ def write_crops(reader, args):
             sys.stderr.write("note: %s looks like a page (%d lines of text) but is read as one "
                              "word or line: pass --page to read its lines\n"
                              % (escaped(reading.name), reading.rows))
+        elif reader.squeezed(reading):
+            sys.stderr.write("note: %s is %.0f times as wide as the %d px crops of single words "
+                             "this model reads, its letters squeezed out of shape: read lines "
+                             "with the text model (--lines)\n"
+                             % (escaped(reading.name), reader.squeezed(reading),
+                                reader.recognizer.image_width))
         sys.stdout.write(crop_output(args, reading) + "\n")
     arrays = [reading.array for reading in readings if reading.reason is None]
     if args.picture and arrays:

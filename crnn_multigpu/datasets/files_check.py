@@ -7,6 +7,7 @@ ever); :func:`not_an_image` says what a file is that Pillow cannot identify. The
 (``datasets.images.open_image``) and the PDF reader (``datasets.pdf``) ask them; any loader of
 inputs may.
 """
+import errno
 import os
 import stat
 
@@ -31,10 +32,13 @@ def regular_file(path, what="image"):
     try:
         status = os.stat(path)
     except FileNotFoundError:
-        raise refuse("no such file (check the path)")
+        raise refuse(_broken_link(path) or "no such file (check the path)")
     except PermissionError:
         raise refuse("permission denied on its folder")
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise refuse("it is a symbolic link that leads round in a loop (%s): point it at "
+                         "the file, or pass the file itself" % error.strerror)
         raise refuse(error.strerror or str(error))
     for test, reason in _KINDS:
         if test(status.st_mode):
@@ -46,6 +50,23 @@ def regular_file(path, what="image"):
     if not os.access(path, os.R_OK):
         raise refuse("permission denied: this user may not read it")
     return status.st_size
+
+
+def _broken_link(path):
+    """The reason for a symbolic link at ``path`` whose target does not exist, else None (a
+    plain missing path): the user sees the link, so "no such file" alone misleads."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return None
+    return ("it is a symbolic link to %s, which does not exist: point it at the file, or pass "
+            "the file itself" % target)
+
+
+# The first bytes of formats Pillow reads: a file that begins so and is not identified is a
+# damaged one of them (once told to convert a damaged TIFF to PNG or JPEG).
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"II*\x00", "TIFF"),
+               (b"MM\x00*", "TIFF"), (b"GIF8", "GIF"))
 
 
 def not_an_image(path):
@@ -65,5 +86,9 @@ def not_an_image(path):
     if text is not None and text.strip() and all(char.isprintable() or char in "\t\r\n"
                                                  for char in text):
         return "it holds text, not an image (it begins %r)" % text.strip()[:32]
+    for signature, kind in _SIGNATURES:
+        if head.startswith(signature):
+            return ("it begins as a %s file does, but Pillow cannot read it: it is damaged or cut "
+                    "short; copy it again or save it anew" % kind)
     return ("its format is not one Pillow reads (it begins with bytes %s): convert it to PNG "
             "or JPEG" % " ".join("%02x" % byte for byte in head[:8]))

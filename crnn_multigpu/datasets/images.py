@@ -14,6 +14,7 @@ on synthetic PNGs sees real photos, scans and LMDB crops the same way:
 * contrast is stretched so the background sits near 0 and the strokes near 1
   (the 2nd percentile maps to 0, the maximum to 1).
 """
+import contextlib
 import io
 import os
 import re
@@ -110,15 +111,36 @@ def open_image(source, name=None, frame=0):
         regular_file(path)
         image = _header(path, name, path)
     try:
-        if frame:
-            image.seek(frame)
-            require_pixels(image.size[0] * image.size[1], name)  # each frame has its own size
-        # Read before the pixels: loading may close the file a TIFF's tags are read from.
-        orientation = image.getexif().get(EXIF_ORIENTATION)
-        image.load()  # Image.open only parses the header; truncated pixel data surfaces here
+        with quiet_pillow():
+            if frame:
+                image.seek(frame)
+                require_pixels(image.size[0] * image.size[1], name)  # each frame has its size
+            # Read before the pixels: loading may close the file a TIFF's tags are read from.
+            orientation = image.getexif().get(EXIF_ORIENTATION)
+            image.load()  # Image.open only parses the header; truncated pixels surface here
+    except UnreadableImage:
+        raise
     except UNREADABLE as error:
-        raise UnreadableImage(name, error)
+        raise UnreadableImage(name, damaged(error))
     return upright(image, orientation)
+
+
+@contextlib.contextmanager
+def quiet_pillow():
+    """Keep Pillow's own warnings about a file (``Corrupt EXIF data``, a bomb between one and two
+    limits) from the user: raw lines of a library's source. What matters is said in one line
+    (:func:`require_pixels`, :class:`UnreadableImage`), and an image it decodes reads as is."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
+def damaged(error):
+    """The reason an image whose header Pillow read cannot be decoded (``error``, Pillow's):
+    the file is damaged or cut short, and what to do (Pillow's own words alone, ``image file
+    is truncated``, said neither)."""
+    return "it is damaged or cut short (Pillow: %s): copy it again or save it anew" % error
 
 
 def upright(image, orientation):
@@ -138,9 +160,7 @@ def _header(stream, name, path):
     size is within the limit; UnreadableImage naming ``name`` otherwise. ``path``: the file, to
     say what it is when Pillow cannot identify it."""
     try:
-        with warnings.catch_warnings():
-            # Pillow warns between one and two limits: require_pixels refuses it in one line.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with quiet_pillow():
             image = Image.open(stream)
     except Image.DecompressionBombError as error:  # past twice the limit: Pillow refuses
         declared = re.search(r"\((\d+) pixels\)", str(error))

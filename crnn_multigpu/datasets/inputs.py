@@ -23,14 +23,13 @@ ValueError): each input succeeds or fails on its own, in its place.
 import collections
 import functools
 import os
-import warnings
 
 import numpy as np
 from PIL import Image
 
 from crnn_multigpu.datasets import pdf
 from crnn_multigpu.datasets.files_check import not_an_image
-from crnn_multigpu.datasets.images import UNREADABLE, UnreadableImage, open_image
+from crnn_multigpu.datasets.images import UNREADABLE, UnreadableImage, open_image, quiet_pillow
 
 Source = collections.namedtuple("Source", ["name", "load", "dpi"], defaults=(None,))
 Source.__doc__ = """One image to read: ``name`` (module docstring), ``load()``, the image (a
@@ -101,10 +100,12 @@ def _chosen(count, selection, name, kind):
 
 def _frame_count(path):
     """How many pages the image file at ``path`` holds (its header only); 1 for a file of one
-    frame, an animation, or one that cannot be opened (its load says why)."""
+    frame, an animation, or one that cannot be opened (its load says why). Only a regular file
+    is opened: a FIFO would wait for a writer for ever (its load refuses it unopened)."""
+    if not os.path.isfile(path):
+        return 1
     try:
-        with warnings.catch_warnings():  # a bomb is refused by its load, in one line
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with quiet_pillow():  # a bomb is refused by its load, in one line
             with Image.open(path) as header:
                 if header.format not in PAGED_FORMATS:
                     return 1
@@ -167,7 +168,7 @@ def _in_memory(given, index):
 
 def _image_array(array):
     """A numpy image as Pillow takes it: booleans as 0/255, other integers as 8 bits when they
-    fit, floats as they are (read by their values: [0, 1] or [0, 255])."""
+    fit, floats as they are (read by their values: [0, 1] or [0, 255]; colour as 8 bits)."""
     if array.dtype == np.bool_:
         return array.astype(np.uint8) * 255
     if np.issubdtype(array.dtype, np.integer) and array.size and \
@@ -175,4 +176,10 @@ def _image_array(array):
         return array.astype(np.uint8)
     if np.issubdtype(array.dtype, np.floating) and array.ndim == 2:
         return array.astype(np.float32)
+    if np.issubdtype(array.dtype, np.floating) and array.ndim == 3 and array.shape[2] in (3, 4) \
+            and array.size and np.isfinite(array).all() and array.min() >= 0:
+        # Colour in floats (matplotlib's imread gives [0, 1] RGBA), which Pillow has no mode
+        # for: as 8 bits, read by their values as grey floats are.
+        scale = 255.0 if array.max() <= 1.0 else 1.0
+        return np.clip(np.rint(array * scale), 0, 255).astype(np.uint8)
     return array

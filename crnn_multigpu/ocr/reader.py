@@ -43,6 +43,10 @@ MAX_LM_BONUS = round(-float(char_lm._PRUNE), 1)
 # is a page, not a word or a line: read as a crop it comes out as a character or two.
 PAGE_HINT_MIN_HEIGHT = 100
 PAGE_HINT_ROWS = 3
+# A model of fixed-width crops (the words model) narrows every crop to its width: a crop more
+# than this many times as wide is a line, its letters squeezed thinner than a stroke (a line
+# of 60 words read as nothing, exit 0, without a word).
+SQUEEZE_HINT = 3.0
 
 CropReading = collections.namedtuple("CropReading", ["name", "text", "confidence", "log_prob",
                                                      "array", "reason", "rows"])
@@ -138,6 +142,14 @@ class Reader(object):
                                         array, None, rows))
         return readings
 
+    def squeezed(self, reading):
+        """How many times the crop of ``reading`` (a :class:`CropReading` read) is narrowed to
+        the model's fixed width, when that is more than :data:`SQUEEZE_HINT` (a line given to
+        a model of words); else 0."""
+        width = self.recognizer.image_width
+        factor = reading.array.shape[1] / float(width) if width else 0
+        return factor if factor > SQUEEZE_HINT else 0
+
     def _load_crop(self, source):
         """``(name, array as the model reads it or None, reason or None, page rows)``."""
         try:
@@ -232,6 +244,12 @@ def model_location(model, engine):
     if isinstance(model, str) and model in SHIPPED:
         return resolve_run(None, model) if engine == "tf" else \
             (shipped_model(model, engine="onnx"), None)
+    if isinstance(model, str) and not os.path.exists(model):
+        # A name mistyped, told as the API's caller named it (not as crnn-predict's
+        # --checkpoint, which passes a Path).
+        raise ValueError("model %r is neither a shipped model (%s) nor a path that exists: name "
+                         "one of those, or a run folder of crnn-train (with engine=\"onnx\", "
+                         "its export)" % (model, ", ".join(sorted(SHIPPED))))
     path = os.fspath(model)
     if engine == "onnx":
         return onnx_file(path), None
