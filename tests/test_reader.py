@@ -269,4 +269,4 @@ def test_a_mistyped_model_name_is_named_with_the_shipped_ones(tmp_path, monkeypa
     with pytest.raises(ValueError) as refused:
         ocr.Reader(model="txet")
     assert str(refused.value).startswith(
-        "model 'txet' is neither a shipped model (text, words, zh) nor a path that exists")
+        "model 'txet' is neither a shipped model (latin, text, words, zh) nor a path that exists")

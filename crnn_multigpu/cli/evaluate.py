@@ -84,9 +84,13 @@ def main_body(argv=None):
     setup_logging(args.verbose)
     check_output_file(args.picture, "--picture", args.overwrite)
     from crnn_multigpu.datasets import open_dataset
-    recognizer = chosen_reader(args).recognizer   # its lexicon read first: a bad one fails fast
-    # Labels outside the charset cannot be predicted but still count as errors: keep them all.
+    from crnn_multigpu.ocr.reader import lexicon_words
+    # A bad lexicon, then a damaged dataset, are refused before TensorFlow starts (its start-up
+    # log stays off the one error line). Labels outside the charset cannot be predicted but
+    # still count as errors: keep them all.
+    lexicon_words(args.lexicon)
     dataset = open_dataset(args.data)
+    recognizer = chosen_reader(args).recognizer
     figures, examples = evaluated(args, recognizer, dataset)
     if args.picture:
         from crnn_multigpu.ocr.picture import prediction_grid
