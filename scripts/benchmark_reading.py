@@ -40,6 +40,7 @@ that other processes used during the rounds: everything but this script, its wor
 figures are then no result. A missing peer is skipped with one line saying what to install; if
 the project itself cannot read, the script stops with one ``error:`` line (exit 2).
 """
+import argparse
 import collections
 import os
 import random
@@ -54,7 +55,6 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from crnn_multigpu.cli.common import ArgumentParser, console_entry, int_at_least  # noqa: E402
 from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
 from crnn_multigpu.datasets.language import get_language  # noqa: E402
 from crnn_multigpu.ocr.metrics import SCORINGS, edit_distance, scoring_fold  # noqa: E402
@@ -63,7 +63,7 @@ from pdf_training_set import page_count, refusal  # noqa: E402
 from cpu_accounting import (cpu_window, idle_verdict, load_average, others_share,  # noqa: E402
                             own_cpu_seconds, read_proc_stat, steal_share)
 from reading_systems import INSTALL_COMPARE, TESSERACT, readers  # noqa: E402
-from reports import write_json  # noqa: E402
+from reports import one_line_errors, write_json  # noqa: E402
 
 TEXLIVE = "/usr/share/doc/texlive-doc/"
 # language -> (the Debian package of the PDFs, the PDFs): manuals of running prose, code and
@@ -249,23 +249,36 @@ def table(summary, idle, names):
 
 # ----- the command ----------------------------------------------------------------------
 
+def at_least(minimum):
+    """An argparse type: a whole number >= ``minimum``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("must be a whole number, got %r" % text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError("must be at least %d, got %d" % (minimum, value))
+        return value
+    return parse
+
+
 def parse(argv):
-    parser = ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--language", choices=sorted(PDF_SETS), default="en")
-    parser.add_argument("--pages", type=int_at_least(1), default=8, help="pages to read (8)")
-    parser.add_argument("--rounds", type=int_at_least(1), default=3,
+    parser.add_argument("--pages", type=at_least(1), default=8, help="pages to read (8)")
+    parser.add_argument("--rounds", type=at_least(1), default=3,
                         help="rounds over all pages (3); the figures are medians over rounds")
     parser.add_argument("--seed", type=int, default=0, help="draws the pages (0)")
-    parser.add_argument("--dpi", type=int_at_least(50), default=150)
+    parser.add_argument("--dpi", type=at_least(50), default=150)
     parser.add_argument("--pdf", action="append", help="read pages of this PDF (repeatable; "
                                                        "default: the language's TeX Live manuals)")
     parser.add_argument("--checkpoint", help="the project's model: a run or model folder "
                                              "(default: the language's shipped model)")
     parser.add_argument("--onnx", help="its ONNX export (default: exported into a temporary "
                                        "folder by crnn-export --format onnx)")
-    parser.add_argument("--threads", type=int_at_least(1), default=os.cpu_count() or 1,
+    parser.add_argument("--threads", type=at_least(1), default=os.cpu_count() or 1,
                         help="Tesseract's OMP_THREAD_LIMIT (default: the CPUs, as the others use)")
-    parser.add_argument("--timeout", type=int_at_least(1), default=900,
+    parser.add_argument("--timeout", type=at_least(1), default=900,
                         help="seconds a start-up or a page may take (900)")
     parser.add_argument("--out", help="write the figures to this JSON file")
     return parser.parse_args(argv)
@@ -358,7 +371,7 @@ def main_body(argv=None):
     return 0
 
 
-main = console_entry(main_body, "benchmark_reading")
+main = one_line_errors(main_body)
 
 if __name__ == "__main__":
     sys.exit(main())

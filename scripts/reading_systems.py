@@ -217,5 +217,5 @@ def worker(argv=None):
 
 
 if __name__ == "__main__":
-    from crnn_multigpu.cli.common import console_entry
-    sys.exit(console_entry(worker, "reading_systems")())
+    from reports import one_line_errors
+    sys.exit(one_line_errors(worker)())

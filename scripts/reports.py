@@ -14,6 +14,23 @@ def fail(message):
     raise SystemExit(2)
 
 
+def one_line_errors(body):
+    """``main(argv=None) -> exit code`` doing ``body(argv)``, where a ValueError or OSError (what a
+    user can fix: a missing file, a bad option) ends the script with :func:`fail`'s one line
+    and exit code 2 instead of a traceback, and argparse's own exits return their code."""
+    def main(argv=None):
+        try:
+            return body(argv) or 0
+        except SystemExit as exit_request:
+            return exit_request.code if isinstance(exit_request.code, int) else 2
+        except (ValueError, OSError) as error:
+            try:
+                fail(str(error).strip().splitlines()[0] if str(error).strip() else repr(error))
+            except SystemExit as exit_request:
+                return exit_request.code
+    return main
+
+
 def write_json(path, report):
     """Write ``report`` to ``path`` as indented, key-sorted JSON; nothing when ``path`` is None."""
     if path:

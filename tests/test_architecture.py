@@ -122,12 +122,9 @@ def test_no_function_of_the_tools_is_longer_than_a_screen():
 
 # cli/ is argparse over the library (issue 53): nothing else imports it, neither the package
 # nor the scripts nor the tests' helpers (the tests of the tools do), and argparse's Namespace
-# stays in it. Two scripts still borrow the tools' argument types and one-error-line wrapper
-# (cli.common: ArgumentParser, int_at_least, console_entry), not their reading: each is checked
-# below to still import cli so that the list shrinks as they move; remove a file once it no
-# longer does.
+# stays in it. The scripts are their own argparse layer over the library (their one-line errors:
+# scripts/reports.py).
 ROOT = os.path.dirname(PACKAGE)
-BORROWING_CLI_HELPERS = {"scripts/benchmark_reading.py", "scripts/reading_systems.py"}
 
 
 def imported_modules(path):
@@ -163,13 +160,9 @@ def imports_the_tools(path):
 def test_nothing_outside_the_tools_imports_them():
     files = outside_the_tools()
     assert any(name == "tests/tiny_runs.py" for name, _ in files) and len(files) > 100
-    importing = [name for name, path in files
-                 if name not in BORROWING_CLI_HELPERS and imports_the_tools(path)]
+    importing = [name for name, path in files if imports_the_tools(path)]
     assert not importing, "these import crnn_multigpu.cli, the tools: use the library " \
                           "(ocr.TrainingRun, ...) instead: %s" % ", ".join(importing)
-    stale = [name for name in sorted(BORROWING_CLI_HELPERS)
-             if not imports_the_tools(os.path.join(ROOT, name))]
-    assert not stale, "no longer import cli: remove from BORROWING_CLI_HELPERS: %s" % stale
 
 
 def namespace_reads(path):

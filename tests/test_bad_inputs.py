@@ -355,6 +355,14 @@ def test_export_to_a_path_through_a_file_is_one_line(tiny_run, tmp_path, capsys)
         tiny_run, "config.json"), out) in one_error_line(code, err)
 
 
+def test_export_where_no_folder_can_be_made_says_what_to_do(tiny_run, capsys):
+    """/proc takes no new folder, even from root: the write advice every tool gives."""
+    from crnn_multigpu.cli import export
+    code, err = cli(export.main, ["--checkpoint", tiny_run, "--out", "/proc/crnn-exported"], capsys)
+    line = one_error_line(code, err)
+    assert "cannot write /proc/crnn-exported" in line and "check the folder" in line, line
+
+
 @pytest.mark.parametrize("export_format", ["savedmodel", "checkpoint"])
 def test_a_failed_export_leaves_nothing_behind(export_format, tiny_run, tmp_path, capsys,
                                                monkeypatch):

@@ -29,6 +29,7 @@ from crnn_multigpu.cli.common import (ArgumentParser, add_model_class_argument,
                                       chosen_model_class, console_entry, output_folder,
                                       setup_logging)
 from crnn_multigpu.cli.reading import add_beam_width_argument
+from crnn_multigpu.files import write_error
 from crnn_multigpu.ocr.shipped import resolve_run
 
 
@@ -131,7 +132,7 @@ def _staging_dir(out_dir):
         os.makedirs(parent, exist_ok=True)
         return tempfile.mkdtemp(prefix=".%s.partial-" % os.path.basename(out_dir), dir=parent)
     except OSError as error:
-        raise OSError("cannot export to %s: %s" % (out_dir, error.strerror or error))
+        raise write_error(out_dir, error)
 
 
 def export_atomically(export, recognizer, out_dir, staging):
