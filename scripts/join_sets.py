@@ -1,60 +1,48 @@
-"""Join labelled image folders into one training folder of links, each set taken N times.
+"""Join datasets into one training set, each set taken N times: a mixture (``sets.json``).
 
     python scripts/join_sets.py --out runs/zh/train2 runs/zh/gen60k runs/zh/gen100k runs/zh/pdf400x2
+    python scripts/join_sets.py --out runs/latin/train2 runs/latin/train1 runs/latin/pdf_trainx3
 
 A set written ``FOLDER`` is taken once, ``FOLDERxN`` N times (a small set of real rows beside a
-large synthetic one). The output's images are symbolic links named ``s<set>_<copy>_<number>.<ext>``
-so that copies stay distinct files, and its ``labels.txt`` lists them in set order (crnn-train
-shuffles). Nothing is copied, so the sets must stay where they are while the folder is used.
+large synthetic one). Any dataset crnn-train reads may be a set: a folder, LMDB, a synthetic
+recipe rendered when read (``crnn-generate --lazy``) or another mixture. Nothing is copied, so
+the sets must stay where they are while the mixture is used; crnn-train shuffles.
 """
 import argparse
 import os
 import re
 import sys
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from crnn_multigpu.datasets import dataset_format, write_mixture  # noqa: E402
+from reports import one_line_errors  # noqa: E402
+
 
 def parse_set(spec):
     """``FOLDER`` or ``FOLDERxN`` -> (folder, copies)."""
     match = re.fullmatch(r"(.+?)x(\d+)", spec)
-    if match and not os.path.isdir(spec):
+    if match and not os.path.exists(spec):
         return match.group(1), int(match.group(2))
     return spec, 1
 
 
-def labelled_images(folder):
-    """(absolute image path, label) for each line of ``folder/labels.txt``."""
-    labels = os.path.join(folder, "labels.txt")
-    if not os.path.isfile(labels):
-        sys.exit("error: %s has no labels.txt: pass folders written by crnn-generate or "
-                 "scripts/pdf_training_set.py" % folder)
-    with open(labels, encoding="utf-8") as handle:
-        for line in handle:
-            path, _, text = line.rstrip("\n").partition("\t")
-            yield os.path.abspath(os.path.join(folder, path)), text
-
-
-def main():
+def main_body(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sets", nargs="+", help="FOLDER or FOLDERxN (taken N times)")
     parser.add_argument("--out", required=True, help="new folder (must not exist)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if os.path.exists(args.out):
-        sys.exit("error: --out %s exists; choose a new folder" % args.out)
+        raise ValueError("--out %s exists; choose a new folder" % args.out)
     sets = [parse_set(spec) for spec in args.sets]
-    sets = [(folder, copies, list(labelled_images(folder))) for folder, copies in sets]
-    os.makedirs(os.path.join(args.out, "images"))
-    count = 0
-    with open(os.path.join(args.out, "labels.txt"), "w", encoding="utf-8") as out:
-        for index, (folder, copies, samples) in enumerate(sets):
-            for copy in range(copies):
-                for number, (image, text) in enumerate(samples):
-                    name = "s%d_%d_%07d%s" % (index, copy, number, os.path.splitext(image)[1])
-                    os.symlink(image, os.path.join(args.out, "images", name))
-                    out.write("images/%s\t%s\n" % (name, text))
-                    count += 1
-            print("%s: %d images x %d" % (folder, len(samples), copies))
-    print("wrote %d images to %s" % (count, args.out))
+    print("wrote %s: %s" % (write_mixture(args.out, sets), ", ".join(
+        "%s (%s) x %d" % (folder, dataset_format(folder), copies) for folder, copies in sets)))
+    return 0
 
+
+main = one_line_errors(main_body)
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
