@@ -23,6 +23,11 @@ legacy_keras.prefer_legacy_keras()
 
 with tflog.quiet_startup():
     import tensorflow.compat.v1 as tf  # noqa: E402
+    if tf.test.is_built_with_cuda():
+        # CUDA starts when the GPUs are first listed or a session first made; on a machine
+        # without a driver it logs an error that is none. Started here, that line is held back
+        # with the rest of the start-up log, whichever tool or error comes later.
+        tf.config.experimental.list_physical_devices("GPU")
 
 if tf.executing_eagerly():
     # Only eager execution is switched off: the rest of TF 2 behaviour

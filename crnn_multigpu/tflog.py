@@ -37,6 +37,10 @@ _TSL = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: ([IWEF]) [^ \]]+:\d+\]
 _PREAMBLE = re.compile(r"^WARNING: (All log messages before absl::InitializeLog\(\) is called are "
                        r"written to STDERR|Logging before flag parsing goes to stderr\.)\s*$")
 
+# What a CUDA build of TensorFlow (TF 1.15's wheel) logs as an error on every machine without a
+# GPU driver: it is no error there, so it is held back like start-up talk (shown at level 0).
+_NO_GPU_DRIVER = re.compile(r"failed call to cuInit")
+
 # Output that is not a continuation of the log message before it.
 _NEW_OUTPUT = re.compile(r"^(\S+:\d+: \w*Warning: |Traceback |\w*(Error|Warning|Exception): )")
 
@@ -58,15 +62,18 @@ def split_log(text, level):
 
     A C++ log message is kept when its severity (I, W, E, F) is at least ``level``; the lines
     that continue it go with it (every line after it up to the next message, Python warning
-    or traceback). absl's notes about its own set-up are kept only at level 0. Every other
-    line (Python warnings, tracebacks, prints) is kept.
+    or traceback). absl's notes about its own set-up, and CUDA's failed start on a machine
+    without a GPU driver, are kept only at level 0. Every other line (Python warnings,
+    tracebacks, prints) is kept.
     """
     shown, held = [], []
     keep, in_message = True, False
     for line in text.splitlines(True):
         match = _ABSL.match(line) or _TSL.match(line)
         if match:
-            keep, in_message = SEVERITIES.index(match.group(1)) >= level, True
+            keep = SEVERITIES.index(match.group(1)) >= level and not (
+                level > 0 and _NO_GPU_DRIVER.search(line))
+            in_message = True
         elif _PREAMBLE.match(line):
             keep, in_message = level == 0, False
         elif not (in_message and not _NEW_OUTPUT.match(line)):

@@ -63,6 +63,18 @@ def test_the_level_decides_like_tf_cpp_min_log_level(level, kept, dropped):
         assert shown == STARTUP and held == ""
 
 
+NO_GPU_DRIVER = ("2026-12-07 14:44:25.666618: E tensorflow/stream_executor/cuda/cuda_driver.cc:318] "
+                 "failed call to cuInit: UNKNOWN ERROR (303)\n")
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_cuda_without_a_driver_is_held_back_as_start_up_talk(level):
+    shown, held = tflog.split_log(NO_GPU_DRIVER + "2019-08-26 11:45:17.907390: E x.cc:45] an error\n",
+                                  level)
+    assert "cuInit" in held and "cuInit" not in shown and "an error" in shown
+    assert tflog.split_log(NO_GPU_DRIVER, 0) == (NO_GPU_DRIVER, "")
+
+
 @pytest.mark.parametrize("value, level", [(None, 2), ("0", 0), ("1", 1), ("3", 3), ("9", 3),
                                           ("", 2), ("x", 2)])
 def test_min_log_level(value, level):
@@ -141,6 +153,17 @@ def test_input_error_is_one_line_whatever_tensorflow_logs(name, tmp_path):
     code, err = tool(name, bad_arguments(name, tmp_path), tmp_path)
     assert code == 2, err
     assert err.count("\n") == 1 and err.startswith("error: "), err
+
+
+def test_an_error_after_the_model_is_loaded_is_one_line(tmp_path):
+    """TensorFlow has made its session (on TF 1.15's CUDA build: started CUDA, which logs on a
+    machine without a GPU) before the dataset's images turn out unreadable."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "labels.txt").write_text("images/gone.png\tHello\n")
+    code, err = tool("evaluate", ["--model", "text", "--data", str(data)], tmp_path)
+    lines = [line for line in err.splitlines() if not line.startswith("INFO ")]
+    assert code == 2 and len(lines) == 1 and "could be read" in lines[0], err
 
 
 def test_verbose_shows_the_startup_log(tmp_path):

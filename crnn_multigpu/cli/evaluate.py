@@ -56,20 +56,29 @@ def chosen_fold(args, recognizer, dataset):
     return name, fold
 
 
-def progress(done, total):
-    """The progress line on stderr, rewritten after every batch."""
-    sys.stderr.write("\revaluated %d/%d" % (done, total))
-    sys.stderr.flush()
+class Progress(object):
+    """The progress line on stderr, rewritten after every batch; ``end()`` closes it, if any."""
+
+    shown = False
+
+    def __call__(self, done, total):
+        sys.stderr.write("\revaluated %d/%d" % (done, total))
+        sys.stderr.flush()
+        self.shown = True
+
+    def end(self):
+        if self.shown:
+            sys.stderr.write("\n")
 
 
 def evaluated(args, recognizer, dataset):
     """``(figures, examples)`` over every label of ``dataset``: an image that cannot be read
     counts as a wrong, empty reading, and is named on stderr (a few, then a count)."""
     scoring, fold = chosen_fold(args, recognizer, dataset)
-    unreadable = []
+    unreadable, progress = [], Progress()
     figures, examples = recognizer.evaluate(dataset, args.batch_size, progress=progress,
                                             fold=fold, unreadable=unreadable)
-    sys.stderr.write("\n")
+    progress.end()
     if not figures["n"] or figures["unreadable"] == figures["n"]:
         raise ValueError("none of the %d image(s) of %s could be read (e.g. %s): nothing to "
                          "evaluate" % (len(dataset), args.data, (unreadable or ["?"])[0]))
@@ -84,11 +93,8 @@ def main_body(argv=None):
     setup_logging(args.verbose)
     check_output_file(args.picture, "--picture", args.overwrite)
     from crnn_multigpu.datasets import open_dataset
-    from crnn_multigpu.ocr.reader import lexicon_words
-    # A bad lexicon, then a damaged dataset, are refused before TensorFlow starts (its start-up
-    # log stays off the one error line). Labels outside the charset cannot be predicted but
-    # still count as errors: keep them all.
-    lexicon_words(args.lexicon)
+    # A damaged dataset is refused before the model is loaded. Labels outside the charset
+    # cannot be predicted but still count as errors: keep them all.
     dataset = open_dataset(args.data)
     recognizer = chosen_reader(args).recognizer
     figures, examples = evaluated(args, recognizer, dataset)

@@ -103,8 +103,6 @@ class Recognizer(TextReader):
         self.checkpoint = require_checkpoint(run_dir, checkpoint)
         # beam_width only when a beam search is asked for: a greedy-only class need not take it.
         beam = {"beam_width": beam_width} if beam_width > 1 else {}
-        # After the run's own checks: listing the GPUs starts CUDA, which on TF 1.15 logs to
-        # stderr (cuInit) on a machine without GPUs, past a bad run's one error line.
         placement = resolve_placement(towers)
         self.graph = tf.Graph()
         with self.graph.as_default():

@@ -90,8 +90,6 @@ class TrainingRun(object):
             require_a_readable_image(val_set, settings.val)
         init_from = warm_start_checkpoint(settings, config)
         check_run_dir(settings, config)
-        # After the run folder's checks: listing the GPUs starts CUDA, which on TF 1.15 logs to
-        # stderr (cuInit) on a machine without GPUs, past a bad folder's one error line.
         placement = self._placement()
         tf.set_random_seed(settings.seed)
         augment = training_augmentation(settings.augment, settings.reframe, train_set.height,
