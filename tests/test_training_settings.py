@@ -190,3 +190,23 @@ def test_a_resume_with_nothing_to_resume_is_refused(folder, tiny_dataset, tmp_pa
         assert os.listdir(out) == []
     else:
         assert not os.path.exists(out)
+
+
+def test_a_resume_names_the_kept_setting_it_changes_before_reading_data(tiny_dataset, tmp_path,
+                                                                      capsys):
+    """A run of any width resumed by a command that leaves --width 0 out: the change is named,
+    before the data is read (here it is not even there) and config.json is left as it was."""
+    out = str(tmp_path / "run")
+    with tf.Graph().as_default():
+        assert train.main(["--train", tiny_dataset, "--out", out, "--width", "0"] +
+                          options(**TINY)) == 0
+    with open(os.path.join(out, "config.json")) as handle:
+        recorded = handle.read()
+    capsys.readouterr()
+    with tf.Graph().as_default():
+        code = train.main(["--train", str(tmp_path / "gone"), "--out", out, "--resume"] +
+                          options(**dict(TINY, steps=4)))
+    line = one_error_line(code, capsys.readouterr().err)
+    assert line.startswith("error: --resume: image_width of %s differs" % out), line
+    with open(os.path.join(out, "config.json")) as handle:
+        assert handle.read() == recorded

@@ -56,34 +56,36 @@ def warm_start_checkpoint(settings, config):
     return prefix
 
 
-def require_a_run_to_resume(settings):
+def require_a_run_to_resume(settings, config):
     """With ``settings.resume``: raise ValueError, one line, unless ``settings.out`` holds a
-    checkpoint to continue. Checked before anything is written, so that a mistyped --out is
-    refused as it is (not created), instead of a new run starting at step 0."""
-    if settings.resume and not latest_checkpoint(settings.out):
+    checkpoint to continue and a config.json whose settings ``config`` (this command's) may
+    continue (:func:`check_resumed_settings`). Checked before any data is read or anything
+    written, so that a mistyped --out is refused as it is (not created) instead of a new run
+    starting at step 0, and a changed setting is named as such, not by what it breaks."""
+    if not settings.resume:
+        return
+    if not latest_checkpoint(settings.out):
         raise ValueError("--resume: %s holds no checkpoint of a run: nothing to resume; check "
                          "--out (the folder the run was trained into), or drop --resume to "
                          "start a new run there" % settings.out)
+    if not os.path.exists(os.path.join(settings.out, CONFIG_NAME)):
+        raise ValueError("--resume: %s holds checkpoints but no config.json, so nothing tells "
+                         "which model they are; restore its config.json (or start a new --out)"
+                         % settings.out)
+    check_resumed_settings(settings, RunConfig.read(settings.out), config)
 
 
 def check_run_dir(settings, config):
     """Refuse to silently overwrite or mix runs: never lose work. Then write config.json: these
     settings, the run's earlier parts kept in its history (``RunConfig.continuing``). A resume
-    has been checked to have a run to continue (:func:`require_a_run_to_resume`)."""
+    has been checked to have a run this command may continue (:func:`require_a_run_to_resume`)."""
     out = settings.out
     ensure_writable(out)
     existing = latest_checkpoint(out)
-    config_path = os.path.join(out, CONFIG_NAME)
     if existing and not settings.resume:
         raise ValueError("%s already holds checkpoints (newest %s); pass --resume to continue it "
                          "or choose another --out" % (out, os.path.basename(existing)))
-    if settings.resume and not os.path.exists(config_path):
-        raise ValueError("--resume: %s holds checkpoints but no config.json, so nothing tells "
-                         "which model they are; restore its config.json (or start a new --out)"
-                         % out)
     previous = RunConfig.read(out) if settings.resume else None
-    if previous is not None:
-        check_resumed_settings(settings, previous, config)
     part = dict([("from_step", checkpoint_step(existing) if existing else 0)] +
                 [(key, config.training[key]) for key in PART_KEYS])
     config.continuing(previous, part).write(out)

@@ -70,7 +70,7 @@ class TrainingRun(object):
                 Charset.default()
             model_cls = model_class.chosen(settings.model_class) or CRNN
             config = run_config(settings, charset, model_cls)
-            require_a_run_to_resume(settings)
+            require_a_run_to_resume(settings, config)
             ensure_writable(settings.out)
             # One trainer at a time: two in a folder would save over each other's checkpoints.
             # Taken before the datasets are read, so that a second trainer is refused at once.
