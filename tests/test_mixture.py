@@ -108,3 +108,11 @@ def test_join_sets_writes_a_mixture_crnn_train_reads(two_sets, tmp_path):
                            stderr=subprocess.PIPE, universal_newlines=True)
     assert again.returncode == 2 and again.stderr.strip() == \
         "error: --out %s exists; choose a new folder" % out
+    (tmp_path / "empty").mkdir()
+    not_a_set = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "join_sets.py"),
+                                "--out", str(tmp_path / "new"), str(tmp_path / "empty")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True)
+    assert not_a_set.returncode == 2 and len(not_a_set.stderr.splitlines()) == 1
+    assert not_a_set.stderr.startswith("error: %s is not a dataset" % (tmp_path / "empty"))
+    assert not (tmp_path / "new").exists()
