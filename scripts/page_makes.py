@@ -186,24 +186,33 @@ def draw_pages(args, language, scratch, log):
 
 
 def read_language(drawn, language, scratch, log, project=ProjectPages):
-    """Every system's figures on the pages of ``language`` (``drawn``: {make: pages}), one
-    dict per make and system, and the systems' start-ups and skipped lines."""
+    """Every system's readings of the pages of ``language`` (``drawn``: {make: pages}):
+    ``(figures, by_page, start-ups, skipped lines)``, the figures one dict per make and system
+    (in that order) and ``by_page`` {make: [each page's source and figures by system]}."""
     pages = [page for make_pages in drawn.values() for page in make_pages]
     if not pages:
-        return [], {}, []
+        return [], {}, {}, []
     systems, skipped = systems_for(language, scratch, project)
-    results, startups = [], {}
+    readings, startups = {}, {}
     for system in systems:
         log("%s reads %d %s pages" % (system.name, len(pages), language.name))
-        readings = dict(zip((page.path for page in pages),
-                            system.read([page.path for page in pages], language.spell)))
+        readings[system.name] = dict(zip((page.path for page in pages), system.read(
+            [page.path for page in pages], language.spell)))
         startups[system.name] = system.startup
-        for make, make_pages in drawn.items():
+    results, by_page = [], {}
+    for make, make_pages in drawn.items():
+        for system in systems:
             if make_pages:
-                row = figures(make_pages, [readings[page.path] for page in make_pages], language)
+                row = figures(make_pages, [readings[system.name][page.path]
+                                           for page in make_pages], language)
                 row.update(make=make, language=language.name, system=system.name)
                 results.append(row)
-    return results, startups, skipped
+        by_page[make] = [dict(source=page.source, page=page.number, image=page.path,
+                              rows=len(page.truth), systems=dict(
+                                  (system.name, figures([page], [readings[system.name][page.path]],
+                                                        language)) for system in systems))
+                         for page in make_pages]
+    return results, by_page, startups, skipped
 
 
 def parse(argv):
@@ -245,13 +254,11 @@ def main_body(argv=None):
         for code in args.languages:
             language = get_language(code)
             drawn = draw_pages(args, language, scratch, log)
-            found, started_in, missing = read_language(drawn, language, scratch, log)
+            found, pages[code], started_in, missing = read_language(drawn, language, scratch,
+                                                                     log)
             results += found
             skipped += missing
             startups[code] = started_in
-            pages[code] = dict((make, [dict(source=page.source, page=page.number,
-                                            rows=len(page.truth)) for page in make_pages])
-                               for make, make_pages in drawn.items())
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -211,7 +211,14 @@ def test_the_command_reads_every_make_with_every_system_and_writes_json(monkeypa
         report = json.load(stream)
     assert len(report["figures"]) == 4 and report["skipped"] == ["skipping PP-OCRv4: missing its "
                                                                   "venv"]
-    assert report["pages"]["en"]["browser"][1] == dict(source="/doc/x.pdf", page=1, rows=1)
+    assert [(row["make"], row["system"]) for row in report["figures"]] == [
+        ("browser", "this project"), ("browser", "Tesseract"), ("typeset", "this project"),
+        ("typeset", "Tesseract")]
+    second = report["pages"]["en"]["browser"][1]
+    assert (second["source"], second["page"], second["image"], second["rows"]) == (
+        "/doc/x.pdf", 1, "b2.png", 1)
+    assert (second["systems"]["this project"]["cer"],
+            report["pages"]["en"]["browser"][0]["systems"]["this project"]["cer"]) == (1.0, 0.0)
     assert report["startup_seconds"]["en"] == {"this project": 1.5, "Tesseract": 1.5}
 
 
