@@ -172,6 +172,7 @@ class PageMaker(object):
     def __init__(self, language, faces, dpi, scratch, rng, log, per_document=2):
         self.language, self.faces, self.dpi, self.scratch = language, faces, dpi, scratch
         self.rng, self.log, self.per_document = rng, log, per_document
+        self.drawn = 0
 
     def pdf_of(self, make, source):
         """The PDF whose pages are drawn: a browser print of ``source``, else ``source``."""
@@ -209,8 +210,11 @@ class PageMaker(object):
             rows = [line[4] for line in page_material.line_boxes(pdf, number, self.dpi)]
             if len(rows) < MIN_ROWS or page_language(rows) != self.language:
                 continue
-            path = os.path.join(self.scratch, "%s-%s-%s-%d.png" % (
-                make, self.language, re.sub(r"\W", "_", os.path.basename(source)), number))
+            # Numbered: documents of one name (index.html) in several folders stay apart.
+            self.drawn += 1
+            path = os.path.join(self.scratch, "%s-%s-%03d-%s-%d.png" % (
+                make, self.language, self.drawn, re.sub(r"\W", "_", os.path.basename(source)),
+                number))
             render_page(pdf, number, self.dpi).save(path)
             found.append(Page(make, self.language, source, number, path, rows))
         return found

@@ -111,6 +111,14 @@ def test_pages_have_enough_rows_in_the_language_and_at_most_per_document(monkeyp
     assert set(pdf.drawn) <= {1, 4, 5, 6}
 
 
+def test_pages_of_documents_of_one_name_are_kept_apart(monkeypatch, tmp_path):
+    FakePdf(monkeypatch, [[ENGLISH_ROW] * 12, []])  # page 1 of both guide.pdf
+    found = maker(tmp_path, []).pages("typeset", ["/doc/a/guide.pdf", "/doc/b/guide.pdf"], 2)
+    assert [(page.source, page.number) for page in found] == [("/doc/a/guide.pdf", 1),
+                                                             ("/doc/b/guide.pdf", 1)]
+    assert found[0].path != found[1].path
+
+
 def test_a_print_in_a_reserved_face_is_left_out_with_a_line(monkeypatch, tmp_path):
     FakePdf(monkeypatch, [[ENGLISH_ROW] * 12] * 3,
             refusal="font-maybe-reserved: ABCDEF+LiberationSerif")
