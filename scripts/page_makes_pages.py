@@ -119,15 +119,17 @@ def readable_pdf(path, scratch):
 
 def docbook_pdfs(scratch, roots=DOCBOOK_ROOTS, creator=pdf_creator):
     """The PDFs (``.pdf`` or ``.pdf.gz``) under ``roots`` that a DocBook toolchain made, by
-    their Creator and Producer; reserved documents are dropped before they are opened."""
-    found = []
+    their Creator and Producer, each once (not again through a link); reserved documents are
+    dropped before they are opened."""
+    found, seen = [], set()
     for root in roots:
         for folder, _, names in os.walk(root):
             for name in names:
                 path = os.path.join(folder, name)
                 if not name.lower().endswith((".pdf", ".pdf.gz")) or \
-                        page_material.reserved_document(path):
+                        page_material.reserved_document(path) or os.path.realpath(path) in seen:
                     continue
+                seen.add(os.path.realpath(path))
                 try:
                     if DOCBOOK_TOOLS.search(creator(readable_pdf(path, scratch))):
                         found.append(path)

@@ -65,6 +65,8 @@ def test_docbook_pdfs_are_found_by_their_creator_and_reserved_ones_never_opened(
     (root / "latex-guide.pdf").write_bytes(b"%PDF made by pdfTeX")
     (root / "debian-faq.en.pdf").write_bytes(b"%PDF made by DBLaTeX")
     (root / "notes.txt").write_bytes(b"DBLaTeX")
+    (root / "link").mkdir()
+    os.symlink(str(root / "dblatex-manual.pdf"), str(root / "link" / "manual.pdf"))
     opened = []
 
     def creator(pdf):
