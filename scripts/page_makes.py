@@ -22,6 +22,11 @@ order, as ``page_check.rows_read_exactly``); the page CER (the page's rows joine
 against the truth's, as the compare scripts score: the language's spelling and scoring fold); and
 seconds a page (the project's start-up apart). The machine is shared: the load average and the
 share of CPU time other processes used are printed with the table. A benchmark, not a test.
+
+Needs ``scripts/install_system_packages.sh --detector`` (Chromium, the HTML documentation,
+debian-handbook), ``--chinese`` (debian-reference-zh-cn, the Chinese faces), ``--compare``
+(Tesseract and its models) and ``make venv-rapidocr``. Figures of a run: docs/accuracy.md,
+"Pages of every make".
 """
 import argparse
 import collections
