@@ -8,7 +8,8 @@
 #              checks the searchable PDFs written; Chromium prints the detector's test pages)
 #   --detector: the text detector's page material (scripts/make_page_material.py): Chromium to
 #              print HTML documentation (debian-reference in six languages, python3-doc) in the
-#              training faces, and TeX Live's documentation PDFs
+#              training faces, and TeX Live's documentation PDFs; debian-handbook's HTML for
+#              scripts/page_makes.py's browser prints
 #   --chinese: what the Chinese text model trains on: Chinese faces (not the reserved AR PL;
 #              six @fontsource families among them, install_fontsource.sh --chinese), the texts
 #              of debian-reference-zh-cn and texlive-lang-chinese's PDFs (poppler-data lets
@@ -57,7 +58,7 @@ texlive-lang-portuguese texlive-lang-polish texlive-lang-czechslovak texlive-lan
 texlive-lang-other"
 DETECTOR="chromium debian-reference-en debian-reference-de debian-reference-es debian-reference-fr
 debian-reference-it debian-reference-pt debian-reference-pt-br python3-doc texlive-latex-base-doc
-texlive-pictures-doc"
+texlive-pictures-doc debian-handbook"
 case "${1:-}" in
   --minimal) packages="$MINIMAL" ;;
   --compare) packages="$MINIMAL $COMPARE" ;;
