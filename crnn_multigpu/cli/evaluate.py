@@ -93,8 +93,11 @@ def main_body(argv=None):
     setup_logging(args.verbose)
     check_output_file(args.picture, "--picture", args.overwrite)
     from crnn_multigpu.datasets import open_dataset
-    # A damaged dataset is refused before the model is loaded. Labels outside the charset
-    # cannot be predicted but still count as errors: keep them all.
+    from crnn_multigpu.ocr.reader import lexicon_words
+    # A bad lexicon, then a damaged dataset, are refused before the model is loaded (seconds of
+    # TensorFlow start-up). Labels outside the charset cannot be predicted but still count as
+    # errors: keep them all.
+    lexicon_words(args.lexicon)
     dataset = open_dataset(args.data)
     recognizer = chosen_reader(args).recognizer
     figures, examples = evaluated(args, recognizer, dataset)
