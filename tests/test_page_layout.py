@@ -9,7 +9,7 @@ from PIL import Image, ImageDraw
 
 from crnn_multigpu.cli import predict
 from crnn_multigpu.datasets.fonts import load_font
-from crnn_multigpu.ocr.page import ink_mask
+from crnn_multigpu.ocr.page import ink_mask, without_rules
 from crnn_multigpu.ocr.page_layout import MIN_SKEW, deskew, estimate_skew, find_columns
 from test_page import DEJAVU, REAL_PAGE, pdf_text_rows
 from text_pdf import write_text_pdf
@@ -166,6 +166,23 @@ def test_a_ragged_right_column_is_cut_at_its_gutter_not_inside_its_longest_line(
     assert gutter[0] <= cut < resume <= gutter[1], (cut, resume, gutter)
     # Every word of the left column read whole: its 13 lines exactly, then the right column.
     # (Cut inside "towers", its "rs" went to no column and "towe" was read.)
+    read = read_page(page, tmp_path, capsys)
+    assert read[:len(RAGGED_LEFT)] == RAGGED_LEFT, list(zip(read, RAGGED_LEFT))
+    assert cer(read[len(RAGGED_LEFT):], RAGGED_RIGHT) <= 0.02, read
+
+
+@pytest.mark.parametrize("style", ["solid", "dashed", "dotted"])
+def test_a_rule_between_columns_is_a_gutter_not_text(style, tmp_path, capsys):
+    """A rule drawn down the middle of the gutter (as CSS column-rule draws one) halves it into
+    strips too narrow for a gutter: the rows were read across both columns, the rule as '!'."""
+    page, right = ragged_two_column_page(gutter=50)
+    x = right - 25
+    draw = ImageDraw.Draw(page)
+    dash, gap = {"solid": (page.height, 0), "dashed": (6, 4), "dotted": (2, 3)}[style]
+    for top in range(10, page.height - 10, dash + gap):
+        draw.rectangle((x, top, x + 1, min(top + dash, page.height - 10) - 1), fill=0)
+    (_, cut), (resume, _) = find_columns(without_rules(page, ink_mask(page))[1])
+    assert cut <= x and x + 2 <= resume, (cut, x, resume)
     read = read_page(page, tmp_path, capsys)
     assert read[:len(RAGGED_LEFT)] == RAGGED_LEFT, list(zip(read, RAGGED_LEFT))
     assert cer(read[len(RAGGED_LEFT):], RAGGED_RIGHT) <= 0.02, read

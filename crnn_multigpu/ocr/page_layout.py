@@ -28,6 +28,8 @@ MAX_POINTS = 120000     # ink pixels sampled for the skew search
 GUTTER_WIDTH = 2.0      # in glyph heights
 GUTTER_INK = 0.08       # share of text rows allowed to cross a gutter (headings)
 MIN_WIDTH_RATIO = 0.6   # narrowest column's text width over the widest's
+RULE_STRIP = 0.3        # widest column rule, in glyph heights
+RULE_FLANK = 0.5        # the gutter on each side of a column rule, at least, in glyph heights
 
 
 def _ink_points(ink):
@@ -129,9 +131,25 @@ def _cleanest_run(crossing, start, end):
     return start + left, start + right
 
 
+def _without_column_rules(crossing, glyph):
+    """``crossing`` with the rules drawn between columns counted as empty: a strip of pixel
+    columns at most :data:`RULE_STRIP` glyph heights wide that rows cross, with nearly empty
+    strips (gutter halves, each at least :data:`RULE_FLANK` glyph heights) on both sides. A
+    solid, dashed or dotted column rule crosses every row and halves the gutter into strips too
+    narrow to be one; a table's rule has cell text beside it in the rows around the table."""
+    crossing = crossing.copy()
+    empty = _runs(crossing <= GUTTER_INK)
+    for (left_start, left_end), (right_start, right_end) in zip(empty, empty[1:]):
+        if (right_start - left_end <= max(3, RULE_STRIP * glyph) and
+                min(left_end - left_start, right_end - right_start) >= RULE_FLANK * glyph):
+            crossing[left_end:right_start] = 0.0
+    return crossing
+
+
 def find_columns(ink):
-    """``[(left, right)]``: the columns of text of the page whose :func:`ink_mask` is ``ink``,
-    left to right (one for most pages)."""
+    """``[(left, right)]``: the columns of text of the page whose :func:`ink_mask` is ``ink``
+    (its solid rules taken out: :func:`~crnn_multigpu.ocr.page.without_rules`), left to right
+    (one for most pages)."""
     width = ink.shape[1]
     bands = row_bands(ink)
     glyph = glyph_height(ink)
@@ -142,6 +160,7 @@ def find_columns(ink):
     for top, bottom in bands:
         crossing += ink[top:bottom].any(axis=0)
     crossing /= len(bands)
+    crossing = _without_column_rules(crossing, glyph)
     cuts = [_cleanest_run(crossing, start, end) for start, end in _runs(crossing <= GUTTER_INK)
             if end - start >= GUTTER_WIDTH * glyph and
             0.2 * width < (start + end) / 2.0 < 0.8 * width]

@@ -50,7 +50,7 @@ import numpy as np
 from crnn_multigpu.datasets import load_image
 from crnn_multigpu.datasets.images import grey_page
 from crnn_multigpu.datasets.language import LATIN_BAND_ROOM, get_language
-from crnn_multigpu.ocr.page import ink_mask, line_crops, pieces_by_row
+from crnn_multigpu.ocr.page import ink_mask, line_crops, pieces_by_row, without_rules
 from crnn_multigpu.ocr.page_layout import deskew, find_columns
 from crnn_multigpu.ocr.page_result import Page, Piece, Row, confidence, union
 
@@ -150,6 +150,7 @@ def page_lines(grey, ink, turn=0, band_room=LATIN_BAND_ROOM):
     if turn:  # a quarter or half turn only moves pixels: the mask turns exactly with the page
         grey, ink = grey.rotate(turn, expand=True), np.rot90(ink, turn // 90)
     page, ink, skew, pivot = deskew(grey, ink)
+    page, ink = without_rules(page, ink)  # a rule down a gutter would join the columns' rows
     boxes, columns, crops = [], [], []
     for column, (left, right) in enumerate(find_columns(ink)):
         column_boxes, column_crops = line_crops(page.crop((left, 0, right, page.height)),
