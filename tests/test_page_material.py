@@ -212,3 +212,16 @@ def test_the_pieces_of_a_row_are_joined_and_rows_kept_apart():
     assert page_material.join_rows(pieces) == [
         [10, 0, 200, 12, "wide spaced row"], [10, 12, 200, 24, "next row"],
         [10, 21, 90, 33, "third"]]
+
+
+def test_rows_of_columns_side_by_side_are_lines_of_their_columns():
+    """Chromium prints CSS columns as one text block whose rows run across the columns; a piece
+    that starts where the pieces of other rows start is a column's edge, not a word gap. The
+    lines come column after column; a justified row's inner pieces are still joined."""
+    left = [[10, 14 * row, 90, 14 * row + 12, "left %d" % row] for row in range(4)]
+    right = [[110, 14 * row, 180, 14 * row + 12, "right %d" % row] for row in range(3)]
+    spaced = [[110, 42, 140, 54, "wide"], [165, 42, 190, 54, "gap"]]  # row 3's right half
+    lines = page_material.join_rows(left + right + spaced)
+    assert [line[4] for line in lines] == ["left 0", "left 1", "left 2", "left 3",
+                                           "right 0", "right 1", "right 2", "wide gap"], lines
+    assert lines[4][:4] == [110, 0, 180, 12]

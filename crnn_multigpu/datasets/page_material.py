@@ -58,6 +58,11 @@ LINE_RE = re.compile(r'<line xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" 
                      r'yMax="([-\d.]+)">(.*?)</line>', re.S)
 # Two lines of one block sharing this much of the lower one's height are pieces of one row.
 ROW_OVERLAP = 0.8
+# A piece that starts where pieces of at least this many other rows start (within
+# COLUMN_EDGE of a row's height) begins a column: Chromium's print of CSS columns gives the
+# rows of two columns side by side as one block, whose rows are no lines.
+COLUMN_ROWS = 2
+COLUMN_EDGE = 0.15
 WORD_RE = re.compile(r"<word [^>]*>(.*?)</word>", re.S)
 
 
@@ -150,7 +155,8 @@ def join_rows(pieces):
     """The ``[x0, y0, x1, y1, text]`` lines of one text block with the pieces of a row made one
     line (boxes joined, texts in order from left to right). poppler cuts a line where its words
     stand far apart, as justified lines of narrow columns do, into pieces of one or a few words;
-    a detector taught such pieces would learn words on some rows and lines on others."""
+    a detector taught such pieces would learn words on some rows and lines on others. A piece
+    that starts a column (:func:`column_starts`) begins a line of its own."""
     rows = []
     for piece in pieces:
         for row in rows:
@@ -160,12 +166,36 @@ def join_rows(pieces):
                 break
         else:
             rows.append([piece])
-    joined = []
+    starts = column_starts(rows)
+    joined, edges = [], []
     for row in rows:
         row.sort(key=lambda piece: piece[0])
-        joined.append([min(p[0] for p in row), min(p[1] for p in row), max(p[2] for p in row),
-                       max(p[3] for p in row), " ".join(p[4] for p in row)])
-    return joined
+        lines = [[row[0]]]
+        for piece in row[1:]:
+            if starts(piece):
+                lines.append([piece])
+                edges.append((piece[0], COLUMN_EDGE * (piece[3] - piece[1])))
+            else:
+                lines[-1].append(piece)
+        joined.extend([min(p[0] for p in line), min(p[1] for p in line), max(p[2] for p in line),
+                       max(p[3] for p in line), " ".join(p[4] for p in line)] for line in lines)
+    # In reading order: a column's lines after the lines of the columns left of it.
+    lefts = []  # each column's left edge (less its tolerance), left to right
+    for start, near in sorted(edges):
+        if not lefts or start - near > lefts[-1] + 2 * near:
+            lefts.append(start - near)
+    return sorted(joined, key=lambda line: sum(left <= line[0] for left in lefts))
+
+
+def column_starts(rows):
+    """Whether a piece of ``rows`` (lists of pieces) starts where pieces of at least
+    :data:`COLUMN_ROWS` other rows start: a column's left edge, where a justified row's inner
+    pieces start anywhere."""
+    def starts(piece):
+        near = COLUMN_EDGE * (piece[3] - piece[1])
+        return sum(any(abs(other[0] - piece[0]) <= near for other in row)
+                   for row in rows if piece not in row) >= COLUMN_ROWS
+    return starts
 
 
 class MaterialWriter(object):
