@@ -28,7 +28,7 @@ MAX_POINTS = 120000     # ink pixels sampled for the skew search
 GUTTER_WIDTH = 2.0      # in glyph heights
 GUTTER_INK = 0.08       # share of text rows allowed to cross a gutter (headings)
 MIN_WIDTH_RATIO = 0.6   # narrowest column's text width over the widest's
-RULE_STRIP = 0.3        # widest column rule, in glyph heights
+RULE_STRIP = 0.5        # widest column rule, in glyph heights (a dotted one turned by a deskew)
 RULE_FLANK = 0.5        # the gutter on each side of a column rule, at least, in glyph heights
 
 
