@@ -54,6 +54,20 @@ def test_skew_is_measured_to_a_tenth_of_a_degree(real_page, angle):
     assert abs(estimate_skew(turned(real_page, angle)) - angle) <= 0.1
 
 
+@pytest.mark.parametrize("offset", [8, 16])
+def test_columns_of_offset_rows_are_not_taken_for_a_skew(offset):
+    """Two straight columns whose rows are offset by a fraction of a line line up across the
+    page at a slant (1.3 and 2.6 degrees here: the whole page's projection is sharpest there),
+    but no column's rows are sharper turned."""
+    font = load_font(DEJAVU + "DejaVuSerif.ttf", 20)
+    page = Image.new("L", (700, 60 + 32 * len(RAGGED_LEFT)), 255)
+    draw = ImageDraw.Draw(page)
+    for row, (left_line, right_line) in enumerate(zip(RAGGED_LEFT, RAGGED_RIGHT)):
+        draw.text((40, 30 + 32 * row), left_line, fill=0, font=font)
+        draw.text((380, 30 + offset + 32 * row), right_line, fill=0, font=font)
+    assert abs(estimate_skew(page)) < MIN_SKEW
+
+
 def test_a_straight_page_is_left_as_it_is(real_page):
     assert abs(estimate_skew(real_page)) < MIN_SKEW
     page, ink, angle, _ = deskew(real_page, ink_mask(real_page))
