@@ -185,17 +185,43 @@ def test_a_ragged_right_column_is_cut_at_its_gutter_not_inside_its_longest_line(
     assert cer(read[len(RAGGED_LEFT):], RAGGED_RIGHT) <= 0.02, read
 
 
+def draw_rule(page, x, style):
+    """A rule two pixels wide down ``page`` at ``x``: solid, dashed or dotted."""
+    draw = ImageDraw.Draw(page)
+    dash, gap = {"solid": (page.height, 0), "dashed": (6, 4), "dotted": (2, 3)}[style]
+    for top in range(10, page.height - 10, dash + gap):
+        draw.rectangle((x, top, x + 1, min(top + dash, page.height - 10) - 1), fill=0)
+
+
+@pytest.mark.parametrize("style", ["solid", "dashed", "dotted"])
+def test_a_ruled_gutter_narrower_than_a_plain_one_still_parts_columns(style):
+    """Justified columns 24 px apart (glyphs of 15 px: a plain gutter needs 30) with a rule down
+    the middle, as CSS's default 1 em column gap and a column-rule print them."""
+    font = load_font(DEJAVU + "DejaVuSerif.ttf", 20)
+    edge = 40 + max(int(font.getbbox(line)[2]) for line in RAGGED_LEFT)
+    page = Image.new("L", (edge + 24 + 300, 60 + 32 * len(RAGGED_LEFT)), 255)
+    draw = ImageDraw.Draw(page)
+    for row, (left_line, right_line) in enumerate(zip(RAGGED_LEFT, RAGGED_RIGHT)):
+        draw.text((edge - int(font.getbbox(left_line)[2]), 30 + 32 * row), left_line, fill=0,
+                  font=font)  # every left line ends at the column's edge, as justified ones do
+        draw.text((edge + 24, 30 + 32 * row), right_line, fill=0, font=font)
+    draw_rule(page, edge + 11, style)
+    ink = ink_mask(page)
+    kept = without_rules(page, ink)[1]
+    (_, cut), (resume, _) = find_columns(kept, ink & ~kept)
+    assert cut <= edge + 11 and edge + 13 <= resume <= edge + 24, (cut, edge, resume)
+
+
 @pytest.mark.parametrize("style", ["solid", "dashed", "dotted"])
 def test_a_rule_between_columns_is_a_gutter_not_text(style, tmp_path, capsys):
     """A rule drawn down the middle of the gutter (as CSS column-rule draws one) halves it into
     strips too narrow for a gutter: the rows were read across both columns, the rule as '!'."""
     page, right = ragged_two_column_page(gutter=50)
     x = right - 25
-    draw = ImageDraw.Draw(page)
-    dash, gap = {"solid": (page.height, 0), "dashed": (6, 4), "dotted": (2, 3)}[style]
-    for top in range(10, page.height - 10, dash + gap):
-        draw.rectangle((x, top, x + 1, min(top + dash, page.height - 10) - 1), fill=0)
-    (_, cut), (resume, _) = find_columns(without_rules(page, ink_mask(page))[1])
+    draw_rule(page, x, style)
+    ink = ink_mask(page)
+    kept = without_rules(page, ink)[1]
+    (_, cut), (resume, _) = find_columns(kept, ink & ~kept)
     assert cut <= x and x + 2 <= resume, (cut, x, resume)
     read = read_page(page, tmp_path, capsys)
     assert read[:len(RAGGED_LEFT)] == RAGGED_LEFT, list(zip(read, RAGGED_LEFT))

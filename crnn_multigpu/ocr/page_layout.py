@@ -30,6 +30,7 @@ MAX_POINTS = 120000     # ink pixels sampled for the skew search
 # Vertical strips of the page in which a skew must sharpen the rows too (see _skew_of_ink).
 SKEW_STRIPS = 4
 GUTTER_WIDTH = 2.0      # in glyph heights
+RULED_GUTTER_WIDTH = 1.0  # a gutter with a rule down it (CSS's default column gap is 1 em)
 GUTTER_INK = 0.08       # share of text rows allowed to cross a gutter (headings)
 MIN_WIDTH_RATIO = 0.6   # narrowest column's text width over the widest's
 RULE_STRIP = 0.5        # widest column rule, in glyph heights (a dotted one turned by a deskew)
@@ -143,25 +144,28 @@ def _cleanest_run(crossing, start, end):
     return start + left, start + right
 
 
-def _without_column_rules(crossing, glyph):
-    """``crossing`` with the rules drawn between columns counted as empty: a strip of pixel
-    columns at most :data:`RULE_STRIP` glyph heights wide that rows cross, with nearly empty
-    strips (gutter halves, each at least :data:`RULE_FLANK` glyph heights) on both sides. A
-    solid, dashed or dotted column rule crosses every row and halves the gutter into strips too
-    narrow to be one; a table's rule has cell text beside it in the rows around the table."""
-    crossing = crossing.copy()
+def _without_column_rules(crossing, glyph, ruled):
+    """``(crossing, ruled)``: ``crossing`` with the rules drawn between columns counted as
+    empty, and ``ruled`` (True where a solid rule was taken out) marking them too. A column rule
+    is a strip of pixel columns at most :data:`RULE_STRIP` glyph heights wide that rows cross,
+    with nearly empty strips (gutter halves, each at least :data:`RULE_FLANK` glyph heights) on
+    both sides: a solid, dashed or dotted rule crosses every row and halves the gutter into
+    strips too narrow to be one; a table's rule has cell text beside it in the rows around it."""
+    crossing, ruled = crossing.copy(), ruled.copy()
     empty = _runs(crossing <= GUTTER_INK)
     for (left_start, left_end), (right_start, right_end) in zip(empty, empty[1:]):
         if (right_start - left_end <= max(3, RULE_STRIP * glyph) and
                 min(left_end - left_start, right_end - right_start) >= RULE_FLANK * glyph):
             crossing[left_end:right_start] = 0.0
-    return crossing
+            ruled[left_end:right_start] = True
+    return crossing, ruled
 
 
-def find_columns(ink):
+def find_columns(ink, rules=None):
     """``[(left, right)]``: the columns of text of the page whose :func:`ink_mask` is ``ink``
-    (its solid rules taken out: :func:`~crnn_multigpu.ocr.page.without_rules`), left to right
-    (one for most pages)."""
+    (its solid rules taken out: :func:`~crnn_multigpu.ocr.page.without_rules`; ``rules``: the
+    mask of their pixels, when known), left to right (one for most pages). A gutter with a
+    rule down it needs only :data:`RULED_GUTTER_WIDTH` glyph heights: the rule says it is one."""
     width = ink.shape[1]
     bands = row_bands(ink)
     glyph = glyph_height(ink)
@@ -172,9 +176,13 @@ def find_columns(ink):
     for top, bottom in bands:
         crossing += ink[top:bottom].any(axis=0)
     crossing /= len(bands)
-    crossing = _without_column_rules(crossing, glyph)
+    # A solid rule down at least half the text's height, taken out before.
+    solid = np.zeros(width, bool) if rules is None else \
+        rules.sum(axis=0) >= 0.5 * (bands[-1][1] - bands[0][0])
+    crossing, ruled = _without_column_rules(crossing, glyph, solid)
     cuts = [_cleanest_run(crossing, start, end) for start, end in _runs(crossing <= GUTTER_INK)
-            if end - start >= GUTTER_WIDTH * glyph and
+            if end - start >= (RULED_GUTTER_WIDTH if ruled[start:end].any() else
+                               GUTTER_WIDTH) * glyph and
             0.2 * width < (start + end) / 2.0 < 0.8 * width]
     if not cuts:
         return [(0, width)]

@@ -150,9 +150,11 @@ def page_lines(grey, ink, turn=0, band_room=LATIN_BAND_ROOM):
     if turn:  # a quarter or half turn only moves pixels: the mask turns exactly with the page
         grey, ink = grey.rotate(turn, expand=True), np.rot90(ink, turn // 90)
     page, ink, skew, pivot = deskew(grey, ink)
-    page, ink = without_rules(page, ink)  # a rule down a gutter would join the columns' rows
+    # A rule down a gutter would join the columns' rows; where it was marks the gutter.
+    page, kept = without_rules(page, ink)
+    rules, ink = ink & ~kept, kept
     boxes, columns, crops = [], [], []
-    for column, (left, right) in enumerate(find_columns(ink)):
+    for column, (left, right) in enumerate(find_columns(ink, rules)):
         column_boxes, column_crops = line_crops(page.crop((left, 0, right, page.height)),
                                                 ink[:, left:right], band_room)
         first_row = max([box.row for box in boxes] or [-1]) + 1
