@@ -7,27 +7,30 @@ import sys
 from PIL import Image
 
 
-def fail(message):
-    """Stop the script with one line ``error: message`` on stderr, exit code 2 (as the tools)."""
+def error_line(message):
+    """Write one line ``error: message`` on stderr; the exit code that goes with it, 2."""
     sys.stderr.write("error: %s\n" % message)
     sys.stderr.flush()
-    raise SystemExit(2)
+    return 2
+
+
+def fail(message):
+    """Stop the script with one line ``error: message`` on stderr, exit code 2 (as the tools)."""
+    raise SystemExit(error_line(message))
 
 
 def one_line_errors(body):
     """``main(argv=None) -> exit code`` doing ``body(argv)``, where a ValueError or OSError (what a
-    user can fix: a missing file, a bad option) ends the script with :func:`fail`'s one line
-    and exit code 2 instead of a traceback, and argparse's own exits return their code."""
+    user can fix: a missing file, a bad option) ends the script with :func:`error_line`'s one
+    line and exit code 2 instead of a traceback, and argparse's own exits return their code."""
     def main(argv=None):
         try:
             return body(argv) or 0
         except SystemExit as exit_request:
             return exit_request.code if isinstance(exit_request.code, int) else 2
         except (ValueError, OSError) as error:
-            try:
-                fail(str(error).strip().splitlines()[0] if str(error).strip() else repr(error))
-            except SystemExit as exit_request:
-                return exit_request.code
+            return error_line(str(error).strip().splitlines()[0] if str(error).strip()
+                              else repr(error))
     return main
 
 
