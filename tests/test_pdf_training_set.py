@@ -54,3 +54,19 @@ def test_reserved_check_and_unembedded_fonts_are_refused(tmp_path):
     assert "pdf_training_set: no PDF under %s may be trained on" % docs in result.stderr
     assert "0 PDFs usable; refused: 1 check PDF, 2 font-maybe-reserved, " \
            "1 font-not-embedded, 1 reserved" in result.stdout
+
+
+def test_the_latin_document_split_is_by_path_disjoint_and_leaves_reserved_documents_out(
+        monkeypatch):
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import texlive_lang_pdfs
+    files = {"texlive-lang-german": ["/doc/de/guide-%d.pdf" % n for n in range(40)] +
+             ["/doc/de/lshort-german/l2kurz.pdf"],
+             "texlive-lang-chinese": ["/doc/zh/ctex-%d.pdf" % n for n in range(5)]}
+    monkeypatch.setattr(texlive_lang_pdfs, "installed_packages", lambda prefix: sorted(files))
+    monkeypatch.setattr(texlive_lang_pdfs, "package_pdfs", lambda package: files[package])
+    train = texlive_lang_pdfs.split_pdfs("train", {"chinese"})
+    val = texlive_lang_pdfs.split_pdfs("val", {"chinese"})
+    assert sorted(train + val) == sorted(files["texlive-lang-german"][:40])
+    # About one in seven to validation, the same one on every run and machine.
+    assert 2 <= len(val) <= 12 and val == texlive_lang_pdfs.split_pdfs("val", {"chinese"})
