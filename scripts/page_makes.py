@@ -12,7 +12,8 @@ or face; each page drawn in grey at ``--dpi`` and its truth rows taken from the 
 
 Systems, on the same page images: this project through the library's front door
 (``ocr.Reader("text")`` or ``ocr.Reader("zh")``, ``read(path)``: the page reader), Tesseract 5
-(``--psm 4``, ``-l eng`` or ``chi_sim``, one process a page, OMP_THREAD_LIMIT=1) and PP-OCRv4
+(``--psm 4`` as the other checks run it and ``--psm 3``, its own analysis of columns and blocks;
+``-l eng`` or ``chi_sim``, one process a page, OMP_THREAD_LIMIT=1) and PP-OCRv4
 (``scripts/pp_ocr.py``, ``make venv-rapidocr``); a peer that cannot run is skipped with a line.
 
 Figures per make, language and system: pages; pages the project refused (``Document.skipped``)
@@ -56,6 +57,9 @@ from reports import one_line_errors, write_json  # noqa: E402
 from side_by_side import Tesseract, page_scores, tesseract_languages  # noqa: E402
 
 LANGUAGES = {"en": "text", "zh": "zh"}  # language -> the shipped model reading it
+# Tesseract reading the page as one column of rows (4), as the other checks run it, and with its
+# own analysis of columns and blocks (3, its default), which finds CSS columns itself.
+TESSERACT_PSMS = (4, 3)
 # What a Chinese face of a browser print must draw (the body, headings and code all in it, so
 # that Chromium never falls back on a system face).
 ZH_PROBE = u"的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动"
@@ -92,11 +96,12 @@ class ProjectPages(object):
 
 
 class TesseractPages(object):
-    """Tesseract's command line with ``model``, one process a page (side_by_side.Tesseract)."""
+    """Tesseract's command line with ``model`` and page segmentation mode ``psm``, one process a
+    page (side_by_side.Tesseract)."""
 
-    def __init__(self, model):
-        self.tesseract = Tesseract(model)
-        self.name = TESSERACT
+    def __init__(self, model, psm):
+        self.tesseract = Tesseract(model, page_psm=psm)
+        self.name = "%s --psm %d" % (TESSERACT, psm)
         self.startup = None
 
     def read(self, paths, spell):
@@ -130,7 +135,7 @@ def systems_for(language, scratch, project=ProjectPages):
     found, skipped = [project(LANGUAGES[language.name])], []
     model = language.checks["tesseract"]
     if model in (tesseract_languages() or ()):
-        found.append(TesseractPages(model))
+        found += [TesseractPages(model, psm) for psm in TESSERACT_PSMS]
     else:
         skipped.append("skipping Tesseract: its %s model is not installed; run %s"
                        % (model, INSTALL_COMPARE))

@@ -237,3 +237,14 @@ def test_the_command_reads_every_make_with_every_system_and_writes_json(monkeypa
 def test_a_bad_option_stops_with_exit_code_2(argv, capsys):
     assert page_makes.main(argv) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_tesseract_reads_with_one_column_of_rows_and_with_its_own_layout_analysis(monkeypatch):
+    monkeypatch.setattr(page_makes, "tesseract_languages", lambda: ["eng"])
+    monkeypatch.setattr(page_makes, "rapidocr_ready", lambda: False)
+    systems, skipped = page_makes.systems_for(get_language("en"), "/scratch",
+                                              project=lambda model: FakeSystem(model, {}))
+    assert [system.name for system in systems] == ["text", "Tesseract --psm 4",
+                                                   "Tesseract --psm 3"]
+    assert [system.tesseract.page_psm for system in systems[1:]] == [4, 3]
+    assert len(skipped) == 1 and "PP-OCRv4" in skipped[0]
