@@ -139,6 +139,13 @@ def test_predict_uses_a_shipped_model_without_checkpoint(tmp_path, flags, read):
     assert done.stdout.decode().strip() == "%s\t%s" % (path, read)
 
 
+def test_the_model_option_describes_every_shipped_model(capsys):
+    from crnn_multigpu.cli import evaluate
+    assert evaluate.main(["--help"]) == 0
+    described = " ".join(capsys.readouterr().out.split())
+    assert all("%s (models/%s: " % (name, name) in described for name in SHIPPED)
+
+
 def test_checkpoint_and_model_together_are_refused(tmp_path, capsys):
     from crnn_multigpu.cli import predict
     assert predict.main(["--checkpoint", shipped_model("words"), "--model", "words",

@@ -8,7 +8,7 @@ from crnn_multigpu.cli.common import (add_model_class_argument, chosen_model_cla
 from crnn_multigpu.datasets.language import get_language, language_names
 from crnn_multigpu.ocr import ctc
 from crnn_multigpu.ocr.reader import MAX_LM_BONUS, MAX_LM_WEIGHT
-from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, ENGINES, SHIPPED
+from crnn_multigpu.ocr.shipped import DEFAULT_MODEL, DESCRIPTIONS, ENGINES, SHIPPED
 
 def add_reading_arguments(parser, picture_help):
     """The options every tool that reads images takes: model, engine, decoding, towers,
@@ -100,11 +100,10 @@ def add_model_arguments(parser):
                         help="run directory of crnn-train, or a checkpoint path prefix inside it "
                              "(default: the shipped model named by --model)")
     parser.add_argument("--model", choices=sorted(SHIPPED),
-                        help="a shipped model, used when no --checkpoint is given: text "
-                             "(models/text: the 95 printable ASCII characters, words, lines and "
-                             "pages; the default), words (models/words: single words in digits "
-                             "and lower case) or zh (models/zh: Simplified Chinese with Latin "
-                             "words, numbers and code mixed in: crops, lines and pages)")
+                        help="a shipped model, used when no --checkpoint is given (default: "
+                             "%s): %s" % (DEFAULT_MODEL, "; ".join(
+                                 "%s (models/%s: %s)" % (name, name, DESCRIPTIONS[name])
+                                 for name in SHIPPED)))
     add_model_class_argument(parser)
 
 

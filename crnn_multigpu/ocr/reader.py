@@ -68,9 +68,10 @@ class Reader(object):
     Args:
       model: a shipped model's name (``"text"``: printable ASCII, words, lines and pages;
         ``"words"``: 100 px wide words in digits and lower case; ``"zh"``: Simplified Chinese
-        with Latin mixed in), or a path: the run folder of ``crnn-train`` or a checkpoint prefix
-        inside it (``engine="onnx"``: the ``model.onnx``, or its folder, that ``crnn-export
-        --format onnx`` wrote). A ``pathlib.Path`` is always a path.
+        with Latin mixed in; ``"latin"``: the Latin script of Europe and Vietnam; each described
+        in ``ocr.shipped.DESCRIPTIONS``), or a path: the run folder of ``crnn-train`` or a
+        checkpoint prefix inside it (``engine="onnx"``: the ``model.onnx``, or its folder, that
+        ``crnn-export --format onnx`` wrote). A ``pathlib.Path`` is always a path.
       engine: ``"tf"`` (TensorFlow) or ``"onnx"`` (onnxruntime: ``pip install
         crnn_multigpu[onnx]``).
       beam_width: 0 greedy; > 1 a CTC beam this wide (as wide as the model allows: the

@@ -9,19 +9,18 @@ onnxruntime reads without TensorFlow (``pip install crnn_multigpu[onnx]``)."""
 import glob
 import os
 
-# The shipped models' names (the reading tools' --model choices), the default first.
-SHIPPED = (
-    # Printable ASCII, case-sensitive, any width: words, lines and pages.
-    "text",
-    # 36 classes (digits, lower case), 100 px wide words: the CRNN paper's setting.
-    "words",
-    # Simplified Chinese (GB2312's 6,763 Hanzi, printable ASCII, Chinese punctuation), any
-    # width: words, lines and pages, Latin words and code mixed in.
-    "zh",
-    # The Latin script of Europe and Vietnam (434 characters: ASCII, every letter with its marks,
-    # typographic signs), any width; in training, part by part (models/latin/README.md).
-    "latin",
-)
+# The shipped models, the default first: what each reads, as the reading tools' --model help and
+# the Reader's documentation say it.
+DESCRIPTIONS = {
+    "text": "printable ASCII, case-sensitive, any width: words, lines and pages",
+    "words": "single words in digits and lower case, 100 px wide: the CRNN paper's setting",
+    "zh": "Simplified Chinese (GB2312's 6,763 Hanzi, printable ASCII, Chinese punctuation), any "
+          "width: words, lines and pages, Latin words and code mixed in",
+    "latin": "the Latin script of Europe and Vietnam (434 characters: ASCII, every letter with "
+             "its marks, typographic signs), any width: words, lines and pages; in training, "
+             "part by part (models/latin/README.md)",
+}
+SHIPPED = tuple(DESCRIPTIONS)
 DEFAULT_MODEL = SHIPPED[0]
 PACKAGE = "crnn_multigpu.models"
 # What runs a model: TensorFlow (a run folder) or onnxruntime (an ONNX file).
