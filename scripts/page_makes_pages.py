@@ -177,12 +177,14 @@ class PageMaker(object):
         self.drawn = 0
 
     def pdf_of(self, make, source):
-        """The PDF whose pages are drawn: a browser print of ``source``, else ``source``."""
+        """``(pdf, recipe)``: the PDF whose pages are drawn, a browser print of ``source`` in
+        the style ``recipe`` drawn for it, else ``source`` itself (recipe None)."""
         if make != "browser":
-            return readable_pdf(source, self.scratch)
+            return readable_pdf(source, self.scratch), None
         pdf = os.path.join(self.scratch, "print.pdf")
-        page_material.print_html(source, recipe_css(page_recipe(self.rng, self.faces)), pdf)
-        return pdf
+        recipe = page_recipe(self.rng, self.faces)
+        page_material.print_html(source, recipe_css(recipe), pdf)
+        return pdf, recipe
 
     def pages(self, make, documents, count):
         """Up to ``count`` :class:`Page` of ``make`` from ``documents``, tried in order, at most
@@ -192,16 +194,17 @@ class PageMaker(object):
             if len(chosen) >= count:
                 break
             try:
-                pdf = self.pdf_of(make, source)
+                pdf, recipe = self.pdf_of(make, source)
                 why = font_refusal(pdf)
                 if why:
                     raise ValueError("its fonts may not be used (%s)" % why)
-                chosen.extend(self.document_pages(make, source, pdf, count - len(chosen)))
+                chosen.extend(self.document_pages(make, source, pdf, recipe,
+                                                  count - len(chosen)))
             except ValueError as error:
                 self.log("left out %s: %s" % (source, error))
         return chosen
 
-    def document_pages(self, make, source, pdf, wanted):
+    def document_pages(self, make, source, pdf, recipe, wanted):
         """Pages of ``pdf`` with MIN_ROWS rows in the language, drawn and saved."""
         numbers = list(range(1, page_count(pdf) + 1))
         self.rng.shuffle(numbers)
@@ -209,7 +212,7 @@ class PageMaker(object):
         for number in numbers[:PAGES_TRIED]:
             if len(found) >= min(wanted, self.per_document):
                 break
-            rows = [line[4] for line in page_material.line_boxes(pdf, number, self.dpi)]
+            rows = [line[4] for line in page_material.line_boxes(pdf, number, self.dpi, recipe)]
             if len(rows) < MIN_ROWS or page_language(rows) != self.language:
                 continue
             # Numbered: documents of one name (index.html) in several folders stay apart.

@@ -86,7 +86,7 @@ class FakePdf(object):
         self.drawn = []
         monkeypatch.setattr(pages_module, "font_refusal", lambda pdf: refusal)
         monkeypatch.setattr(pages_module, "page_count", lambda pdf: len(rows_of))
-        monkeypatch.setattr(pages_module.page_material, "line_boxes", lambda pdf, number, dpi: [
+        monkeypatch.setattr(pages_module.page_material, "line_boxes", lambda pdf, number, dpi, recipe: [
             [0, 0, 10, 10, row] for row in rows_of[number - 1]])
         monkeypatch.setattr(pages_module, "render_page", self.render)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from crnn_multigpu.datasets import page_crops, page_material
+from crnn_multigpu.datasets import page_crops, page_material, page_style
 from crnn_multigpu.datasets.page_crops import PageCrops, split_by_source
 from crnn_multigpu.datasets.page_style import page_recipe, printable_faces, recipe_css
 from faces import tiny_faces
@@ -225,3 +225,32 @@ def test_rows_of_columns_side_by_side_are_lines_of_their_columns():
     assert [line[4] for line in lines] == ["left 0", "left 1", "left 2", "left 3",
                                            "right 0", "right 1", "right 2", "wide gap"], lines
     assert lines[4][:4] == [110, 0, 180, 12]
+
+
+def test_the_lines_of_a_print_in_three_columns_come_column_after_column(tmp_path):
+    """poppler orders the blocks of CSS columns by height across the columns; with the print's
+    recipe the lines come as a reader reads them: numbered paragraphs in their order."""
+    rng = random.Random(3)
+    source = tmp_path / "numbered.html"
+    source.write_text("<html><body>%s</body></html>" % "".join(
+        "<p>paragraph%02d %s</p>" % (number, sentence(rng, 12 + 9 * (number % 4)))
+        for number in range(40)))
+    recipe = page_recipe(random.Random(5), printable_faces(tiny_faces()), decorated=False)
+    recipe.update(columns=3, size_pt=9.0, leading=1.3, paper="A4", margin_mm=12)
+    pdf = str(tmp_path / "print.pdf")
+    page_material.print_html(str(source), recipe_css(recipe), pdf)
+    lines = page_material.line_boxes(pdf, 1, DPI, recipe)
+    numbers = [int(word[9:11]) for line in lines for word in line[4].split()
+               if word.startswith("paragraph")]
+    assert len(numbers) >= 6 and numbers == sorted(numbers), numbers
+    columns = [page_style.column_of(line[0], recipe, 210 / 25.4 * DPI) for line in lines]
+    assert columns == sorted(columns) and set(columns) == {0, 1, 2}
+
+
+def test_the_cells_of_a_row_in_a_column_read_left_to_right():
+    # A table row whose right cell sits half a pixel higher (vertical alignment), the next row
+    # below it, and a line of the second column given first.
+    lines = [[300, 0, 380, 12, "second column"], [150, 10.5, 200, 22.5, "right"],
+             [10, 11, 90, 23, "left"], [10, 24, 90, 36, "next"]]
+    ordered = page_material.in_column_order(lines, lambda line: int(line[0] >= 250))
+    assert [line[4] for line in ordered] == ["left", "right", "next", "second column"]

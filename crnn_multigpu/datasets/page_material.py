@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import tempfile
 
-from crnn_multigpu.datasets.page_style import page_recipe, recipe_css
+from crnn_multigpu.datasets.page_style import column_of, page_recipe, recipe_css
 from crnn_multigpu.datasets.pdf import font_refusal, page_count, poppler, render_page
 
 __all__ = ["HTML_ROOTS", "PDF_ROOTS", "reserved_document", "html_documents", "typeset_pdfs",
@@ -64,6 +64,7 @@ ROW_OVERLAP = 0.8
 COLUMN_ROWS = 2
 COLUMN_EDGE = 0.15
 WORD_RE = re.compile(r"<word [^>]*>(.*?)</word>", re.S)
+PAGE_RE = re.compile(r'<page width="([\d.]+)" height="([\d.]+)"')
 
 
 def reserved_document(path):
@@ -132,13 +133,16 @@ def print_html(source, css, out_pdf, chromium=CHROMIUM):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def line_boxes(pdf, page, dpi):
+def line_boxes(pdf, page, dpi, recipe=None):
     """The lines of page ``page`` (1-based) of ``pdf`` as its text layer gives them, each
     ``[x0, y0, x1, y1, text]`` in pixels of the page drawn at ``dpi``; lines without text or
-    with an empty box are left out, and the pieces of one row joined (``join_rows``)."""
+    with an empty box are left out, and the pieces of one row joined (``join_rows``). The
+    lines of a browser print of ``recipe`` (its page style) come column after column: poppler
+    orders the blocks of CSS columns by height, across the columns."""
     layout = poppler(["pdftotext", "-bbox-layout", "-f", str(page), "-l", str(page),
                       os.fspath(pdf), "-"], pdf).decode("utf-8", "replace")
     scale = dpi / 72.0
+    page_width = float(PAGE_RE.search(layout).group(1)) * scale
     lines = []
     for block in BLOCK_RE.findall(layout):
         pieces = []
@@ -148,7 +152,25 @@ def line_boxes(pdf, page, dpi):
             if text.strip() and x1 > x0 and y1 > y0:
                 pieces.append([x0, y0, x1, y1, text.strip()])
         lines.extend([round(v, 2) for v in row[:4]] + [row[4]] for row in join_rows(pieces))
-    return lines
+    if recipe is None:
+        return lines
+    return in_column_order(lines, lambda line: column_of(line[0], recipe, page_width))
+
+
+def in_column_order(lines, column):
+    """``lines`` in reading order, ``column(line)`` giving each line's column: column after
+    column, top to bottom in each, and the lines of one row (a table's cells, sharing
+    :data:`ROW_OVERLAP` of the lower one's height) left to right."""
+    rows = []
+    for line in sorted(lines, key=lambda line: (column(line), line[1])):
+        row = rows[-1] if rows else None
+        if row and column(row[0]) == column(line) and (
+                min(row[0][3], line[3]) - max(row[0][1], line[1]) >=
+                ROW_OVERLAP * min(row[0][3] - row[0][1], line[3] - line[1])):
+            row.append(line)
+        else:
+            rows.append([line])
+    return [line for row in rows for line in sorted(row, key=lambda line: line[0])]
 
 
 def join_rows(pieces):
@@ -213,7 +235,8 @@ class MaterialWriter(object):
         """Draw page ``page`` of ``pdf`` at ``dpi``, write it with its lines; returns the
         entry written (None for a page without text)."""
         image = render_page(pdf, page, dpi)
-        lines = [line for line in line_boxes(pdf, page, dpi) if _on_page(line, image.size)]
+        lines = [line for line in line_boxes(pdf, page, dpi, recipe)
+                 if _on_page(line, image.size)]
         if not lines:
             return None
         relative = "pages/%06d.png" % self.count

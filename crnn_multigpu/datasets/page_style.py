@@ -16,6 +16,9 @@ import os
 __all__ = ["page_recipe", "recipe_css", "printable_faces"]
 
 PAPERS = ("A4", "Letter", "A5")
+PAPER_WIDTH_MM = {"A4": 210.0, "Letter": 215.9, "A5": 148.0}
+COLUMN_GAP_MM = 6
+BODY_PADDING_MM = 2
 RULES = ("solid", "dashed", "dotted", "double")
 # Font files Chromium loads through @font-face (not .pfb, nor one face of a collection).
 PRINTABLE = (".ttf", ".otf", ".woff")
@@ -53,6 +56,18 @@ def page_recipe(rng, faces, decorated=True):
         nav_grey=rng.choice((0, 90, 120, 150)))
 
 
+def column_of(x, recipe, page_width):
+    """The column (0 for the leftmost) of a print of ``recipe`` in which a line that starts at
+    ``x`` lies, ``x`` and ``page_width`` in one unit (points or pixels): the page's text width
+    between its margins is split into the recipe's columns and gaps, every element of the page
+    flowing through them (no heading spans the columns)."""
+    scale = page_width / PAPER_WIDTH_MM[recipe["paper"]]
+    left, gap = (recipe["margin_mm"] + BODY_PADDING_MM) * scale, COLUMN_GAP_MM * scale
+    pitch = (page_width - 2 * left + gap) / recipe["columns"]
+    # Columns part in the middles of their gaps: a line starts a column's width past it.
+    return min(recipe["columns"] - 1, max(0, int((x - left + gap / 2) // pitch)))
+
+
 def _grey(level):
     return "rgb(%d,%d,%d)" % (level, level, level)
 
@@ -78,9 +93,9 @@ def recipe_css(recipe):
         "*": {"font-family": "rb, 'DejaVu Sans'"},
         "body": {"font-size": "%spt" % r["size_pt"],
                  "line-height": str(r["leading"]), "text-align": r["align"],
-                 "column-count": str(r["columns"]), "column-gap": "6mm",
+                 "column-count": str(r["columns"]), "column-gap": "%dmm" % COLUMN_GAP_MM,
                  "column-rule": _border(r["column_rule"]), "border": _border(r["page_border"]),
-                 "padding": "2mm", "margin": "0", "max-width": "none"},
+                 "padding": "%dmm" % BODY_PADDING_MM, "margin": "0", "max-width": "none"},
         "h1, h2, h3, h4, h5, h6, .title": {
             "font-family": "rh, 'DejaVu Sans'", "border-bottom": _border(r["heading_rule"]),
             "background": _grey(r["heading_shade"]), "column-span": "none"},
