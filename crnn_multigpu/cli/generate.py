@@ -97,6 +97,9 @@ def add_look_group(look):
                            "(Liberation, Arimo, Tinos, Cousine, FreeFont, URW base35, TeX Gyre)")
     look.add_argument("--difficulty", type=unit_float, default=0.5,
                       help="distortion strength from 0 (clean) to 1 (default: %(default)s)")
+    look.add_argument("--underline", type=unit_float, default=0.0, metavar="SHARE",
+                      help="the share of images with a link's underline under some words, as "
+                           "browsers draw it, broken at descenders (default: %(default)s)")
 
 
 def _check_arguments(args):
@@ -169,7 +172,7 @@ def write_lazy(args, charset, kinds, fonts):
                         words=args.words and os.path.abspath(args.words), kinds=kinds,
                         charset="".join(charset.chars), lines=args.lines,
                         text=[os.path.abspath(t) for t in args.text] if args.text else None,
-                        language=args.language)
+                        language=args.language, underline=args.underline)
     print("wrote %s: %d images in %d fonts, rendered when read" % (path, args.count, len(fonts)))
     return 0
 
@@ -180,7 +183,8 @@ def write_rendered(args, charset, kinds, fonts, language):
     generator = make_generator(charset, fonts, lines=args.lines, text_files=args.text,
                                text_part=text_part_of(args.fonts), min_len=args.min_len,
                                max_len=args.max_len, seed=args.seed, difficulty=args.difficulty,
-                               words=args.words, kinds=kinds, language=language)
+                               words=args.words, kinds=kinds, language=language,
+                               underline=args.underline)
     started = time.time()
     write_samples(args, generator, charset)
     seconds = time.time() - started

@@ -49,7 +49,7 @@ RECIPE_FILE = "synthetic.json"
 _RECIPE_DEFAULTS = dict(count=1000000, start=0, seed=0, fonts="train", holdout_fraction=0.2,
                         font_dirs=None, include_reserved=False, min_len=1, max_len=10,
                         difficulty=0.5, words=None, kinds=None, charset=None, lines=False,
-                        text=None, language=None)
+                        text=None, language=None, underline=0.0)
 
 
 def write_recipe(out_dir, **settings):
@@ -61,7 +61,7 @@ def write_recipe(out_dir, **settings):
     charset (string or None = default), lines (whole printed lines instead of words), text
     (list of prose files for lines, or None = the packaged prose; the part of it read follows
     the font side), language (a described language's name, None = English: its fonts, prose
-    and words).
+    and words), underline (the share of samples with a link's underline, 0 = none).
     """
     unknown = set(settings) - set(_RECIPE_DEFAULTS)
     if unknown:
@@ -97,5 +97,6 @@ def open_recipe(path, charset=None, time_steps=None, height=32):
                                text_part=text_part_of(recipe["fonts"]), height=height,
                                min_len=recipe["min_len"], max_len=recipe["max_len"],
                                seed=recipe["seed"], difficulty=recipe["difficulty"],
-                               words=recipe["words"], kinds=recipe["kinds"], language=language)
+                               words=recipe["words"], kinds=recipe["kinds"], language=language,
+                               underline=recipe["underline"])
     return SyntheticDataset(generator, recipe["count"], start=recipe["start"], height=height)

@@ -27,6 +27,7 @@ from PIL import Image, ImageDraw, ImageFilter
 
 from crnn_multigpu.datasets.augment import Degrader
 from crnn_multigpu.datasets.fonts import face_gaps, font_family, font_style, load_font
+from crnn_multigpu.datasets.underline import underline
 from crnn_multigpu.datasets.words import TextSampler
 
 log = logging.getLogger(__name__)
@@ -60,16 +61,21 @@ class SyntheticTextGenerator(object):
     ``texts``: any other text source with ``sample(rng) -> (drawn, label)`` instead of the
     word sampler, e.g. :class:`~crnn_multigpu.datasets.lines.LineSampler`.
     ``lines``: render whole printed lines (see the module docstring).
+    ``underline``: the share of samples with a link's underline under some of their words
+    (``datasets.underline``); 0 draws none and leaves every sample as it was without it.
     """
 
     def __init__(self, charset, fonts, height=32, min_len=1, max_len=10, seed=0,
-                 difficulty=0.5, words=None, kinds=None, texts=None, lines=False):
+                 difficulty=0.5, words=None, kinds=None, texts=None, lines=False, underline=0.0):
         if not fonts:
             raise ValueError("SyntheticTextGenerator needs at least one font file")
         if not 1 <= min_len <= max_len:
             raise ValueError("need 1 <= min_len <= max_len, got %d and %d" % (min_len, max_len))
         if not 0.0 <= difficulty <= 1.0:
             raise ValueError("difficulty must be in [0, 1], got %r" % difficulty)
+        if not 0.0 <= underline <= 1.0:
+            raise ValueError("underline must be a share in [0, 1], got %r" % underline)
+        self.underline = float(underline)
         self.charset, self.fonts, self.height, self.seed = charset, list(fonts), height, seed
         self.min_len, self.max_len = min_len, max_len
         self.difficulty = float(difficulty)
@@ -390,6 +396,10 @@ class SyntheticTextGenerator(object):
             before, after = self._context(rng)
             layers, box, room = self._draw_layers(text, before, after, font, top, bottom,
                                                   spacing, stroke, pad=size // 2 + 2)
+        # Drawn only when asked: a recipe without underlines keeps its random stream.
+        if self.underline and rng.rand() < self.underline:
+            baseline = size // 2 + 2 + stroke - top + font.getmetrics()[0]
+            layers = underline(layers, baseline, size, (box[0][0], box[1][0]), rng)
         layers, curve = self._curve(layers, size, rng)
         layers, corners = self._warp(layers, box, rng)
         fill, outline = self._crop(layers, corners, curve, bottom - top, room, rng)
@@ -477,7 +487,7 @@ def make_generator(charset, fonts, lines=False, text_files=None, text_part="all"
     ``text_files`` (default: the packaged prose), its ``text_part`` ("train", "heldout",
     "all"), ``kinds`` of line; lengths default to 1-10 for words, 1-60 for lines.
     ``language``: whose prose, words and punctuation lines are made of (default: English).
-    ``settings`` (height, seed, difficulty) go to the generator.
+    ``settings`` (height, seed, difficulty, underline) go to the generator.
     """
     min_len = min_len or 1
     max_len = max_len or (60 if lines else 10)
