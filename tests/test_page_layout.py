@@ -9,7 +9,8 @@ from PIL import Image, ImageDraw
 
 from crnn_multigpu.cli import predict
 from crnn_multigpu.datasets.fonts import load_font
-from crnn_multigpu.ocr.page import ink_mask, without_rules
+from crnn_multigpu.ocr.dotted_rules import dotted_rules
+from crnn_multigpu.ocr.page import glyph_height, ink_mask, without_rules
 from crnn_multigpu.ocr.page_layout import MIN_SKEW, deskew, estimate_skew, find_columns
 from test_page import DEJAVU, REAL_PAGE, pdf_text_rows
 from text_pdf import write_text_pdf
@@ -226,3 +227,39 @@ def test_a_rule_between_columns_is_a_gutter_not_text(style, tmp_path, capsys):
     read = read_page(page, tmp_path, capsys)
     assert read[:len(RAGGED_LEFT)] == RAGGED_LEFT, list(zip(read, RAGGED_LEFT))
     assert cer(read[len(RAGGED_LEFT):], RAGGED_RIGHT) <= 0.02, read
+
+
+CODE_LINES = ['ATTR{hidden}=="0"', 'ATTR{events}=="media_change"', 'ATTR{ro}=="0"',
+              'ATTR{removable}=="1"', 'ATTR{capability}=="51"', 'ATTR{size}=="15100224"',
+              'KERNELS=="2-1"', 'DRIVERS=="usb"']
+
+
+@pytest.mark.parametrize("style", ["dashed", "dotted"])
+def test_the_dotted_border_of_a_code_box_is_no_text(style, tmp_path, capsys):
+    """A code box framed by a dotted or dashed border 8 px from its lines, as a browser prints
+    one: the sides were read as '!' or '|' at the ends of the lines and the foot as a row."""
+    font = load_font(DEJAVU + "DejaVuSansMono.ttf", 18)
+    width = 60 + max(int(font.getbbox(line)[2]) for line in CODE_LINES)
+    page = Image.new("L", (width + 120, 80 + 28 * len(CODE_LINES)), 255)
+    draw = ImageDraw.Draw(page)
+    for row, line in enumerate(CODE_LINES):
+        draw.text((60, 40 + 28 * row), line, fill=0, font=font)
+    dash, gap = {"dashed": (6, 4), "dotted": (2, 3)}[style]
+    left, top, right, bottom = 50, 30, width + 10, 50 + 28 * len(CODE_LINES)
+    for y in range(top, bottom, dash + gap):
+        for x in (left, right):
+            draw.rectangle((x, y, x + 1, min(y + dash, bottom) - 1), fill=0)
+    for x in range(left, right, dash + gap):
+        draw.rectangle((x, bottom, min(x + dash, right) - 1, bottom + 1), fill=0)
+    ink = ink_mask(page)
+    assert not dotted_rules(ink[:, :left - 2], glyph_height(ink), 60, 200).any()  # text only
+    read = read_page(page, tmp_path, capsys)
+    assert read == CODE_LINES, read
+
+
+def test_text_alone_holds_no_dotted_rule():
+    """Columns of text meet strokes of every length at uneven distances: no chain of even dots."""
+    page, _ = ragged_two_column_page()
+    ink = ink_mask(page)
+    glyph = glyph_height(ink)
+    assert not dotted_rules(ink, glyph, int(3 * glyph), int(10 * glyph)).any()

@@ -17,7 +17,8 @@
 
 Before that, :func:`remove_rules` paints out the rules of tables and frames: vertical ink
 strokes longer than two of the page's tallest glyphs (no glyph is that tall) and horizontal
-ones longer than ten (no glyph is that wide). They are ink on the page but not text; left in, a
+ones longer than ten (no glyph is that wide), and dotted or dashed ones as long
+(:mod:`crnn_multigpu.ocr.dotted_rules`: evenly spaced short dots along one pixel column or row). They are ink on the page but not text; left in, a
 table's vertical rules join its rows into one band and are read as ``|``.
 :func:`line_crops` is the whole path from a page to the images of its lines; it frames every
 piece as a full line of the page around its baseline (:func:`line_frame`), as the recogniser's
@@ -40,6 +41,7 @@ from PIL import Image, ImageDraw
 
 from crnn_multigpu.datasets.images import MIN_PAGE_SIDE, to_gray_float
 from crnn_multigpu.datasets.language import LATIN_BAND_ROOM, get_language
+from crnn_multigpu.ocr.dotted_rules import dotted_rules
 from crnn_multigpu.files import written_whole
 
 LineBox = collections.namedtuple("LineBox", ["left", "top", "right", "bottom", "row"])
@@ -55,6 +57,7 @@ COLUMN_GAP = 1.5        # in band heights: wider gaps separate pieces of a row
 # In glyph heights (the tallest glyphs' height, about one line; see glyph_height):
 RULE_HEIGHT = 2.0       # vertical strokes at least this long are table rules, not glyphs
 RULE_WIDTH = 10.0       # ... and horizontal ones at least this long
+DOTTED_RULE_HEIGHT = 3.0  # a dotted or dashed vertical rule, at least (ocr.dotted_rules)
 # Crops are framed as the recogniser's training lines are (see line_frame), in units of the
 # page's full line height: room below the baseline, and the margin around the frame (training
 # crops hold 0-0.07 line heights above and below and about 0.05-0.11 at the sides).
@@ -212,6 +215,8 @@ def without_rules(grey, ink):
         return grey, ink
     rules = _long_runs(ink, max(8, int(RULE_HEIGHT * height)))
     rules |= _long_runs(ink.T, max(8, int(RULE_WIDTH * height))).T
+    rules |= dotted_rules(ink, height, int(DOTTED_RULE_HEIGHT * height),
+                          int(RULE_WIDTH * height))
     if not rules.any():
         return grey, ink
     # One pixel on every side too: the anti-aliased edges of a rule are lighter than the

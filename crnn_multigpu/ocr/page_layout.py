@@ -161,6 +161,15 @@ def _without_column_rules(crossing, glyph, ruled):
     return crossing, ruled
 
 
+def _rule_extent(rules):
+    """For every pixel column of the mask ``rules``: rows from its first rule pixel to its
+    last (0 without any), so that a dotted rule reaches as far as a solid one."""
+    height = rules.shape[0]
+    first = rules.argmax(axis=0)
+    last = height - 1 - rules[::-1].argmax(axis=0)
+    return np.where(rules.any(axis=0), last - first + 1, 0)
+
+
 def find_columns(ink, rules=None):
     """``[(left, right)]``: the columns of text of the page whose :func:`ink_mask` is ``ink``
     (its solid rules taken out: :func:`~crnn_multigpu.ocr.page.without_rules`; ``rules``: the
@@ -176,10 +185,10 @@ def find_columns(ink, rules=None):
     for top, bottom in bands:
         crossing += ink[top:bottom].any(axis=0)
     crossing /= len(bands)
-    # A solid rule down at least half the text's height, taken out before.
-    solid = np.zeros(width, bool) if rules is None else \
-        rules.sum(axis=0) >= 0.5 * (bands[-1][1] - bands[0][0])
-    crossing, ruled = _without_column_rules(crossing, glyph, solid)
+    # A rule taken out before (solid, dotted or dashed) reaching down at least half the text.
+    ruled_down = np.zeros(width, bool) if rules is None else \
+        _rule_extent(rules) >= 0.5 * (bands[-1][1] - bands[0][0])
+    crossing, ruled = _without_column_rules(crossing, glyph, ruled_down)
     cuts = [_cleanest_run(crossing, start, end) for start, end in _runs(crossing <= GUTTER_INK)
             if end - start >= (RULED_GUTTER_WIDTH if ruled[start:end].any() else
                                GUTTER_WIDTH) * glyph and
