@@ -263,3 +263,17 @@ def test_text_alone_holds_no_dotted_rule():
     ink = ink_mask(page)
     glyph = glyph_height(ink)
     assert not dotted_rules(ink, glyph, int(3 * glyph), int(10 * glyph)).any()
+
+
+def test_a_dashed_border_close_under_a_heading_is_no_text(tmp_path, capsys):
+    """A sidebar heading in a box whose dashed foot runs 2 px under its descenders (Sphinx's
+    sidebar printed by a browser): the foot joined the heading's row, read as '____'."""
+    font = load_font(DEJAVU + "DejaVuSans.ttf", 18)
+    page = Image.new("L", (520, 200), 255)
+    draw = ImageDraw.Draw(page)
+    draw.text((40, 40), "Previous topic", fill=0, font=font)
+    draw.text((40, 110), "The Python Tutorial", fill=0, font=font)
+    foot = 40 + font.getbbox("Previous topic")[3] + 2
+    for x in range(30, 254, 7):  # the sidebar's width: text beside the foot along most of it
+        draw.rectangle((x, foot, x + 3, foot + 1), fill=0)
+    assert read_page(page, tmp_path, capsys) == ["Previous topic", "The Python Tutorial"]
