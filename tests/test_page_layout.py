@@ -11,6 +11,7 @@ from crnn_multigpu.cli import predict
 from crnn_multigpu.datasets.fonts import load_font
 from crnn_multigpu.ocr.dotted_rules import dotted_rules
 from crnn_multigpu.ocr.page import glyph_height, ink_mask, without_rules
+from crnn_multigpu.ocr.underlines import underlines
 from crnn_multigpu.ocr.page_layout import MIN_SKEW, deskew, estimate_skew, find_columns
 from test_page import DEJAVU, REAL_PAGE, pdf_text_rows
 from text_pdf import write_text_pdf
@@ -277,3 +278,37 @@ def test_a_dashed_border_close_under_a_heading_is_no_text(tmp_path, capsys):
     for x in range(30, 254, 7):  # the sidebar's width: text beside the foot along most of it
         draw.rectangle((x, foot, x + 3, foot + 1), fill=0)
     assert read_page(page, tmp_path, capsys) == ["Previous topic", "The Python Tutorial"]
+
+
+def draw_underlined(draw, xy, before, link, after, font):
+    """``before link after`` with ``link`` underlined as a browser draws a link: 2 px under the
+    baseline, broken 2 px either side of the descenders that cross it."""
+    x, y = xy
+    draw.text((x, y), before + link + after, fill=0, font=font)
+    left = x + font.getlength(before)
+    right = left + font.getlength(link)
+    line_y = y + font.getmetrics()[0] + 2
+    layer = Image.new("1", (int(right) + 4, line_y + 2), 0)
+    ImageDraw.Draw(layer).text((x, y), before + link + after, fill=1, font=font)
+    crossed = np.asarray(layer)[line_y - 1:line_y + 2].any(axis=0)
+    for column in range(int(left), int(right)):
+        if not crossed[max(0, column - 2):column + 3].any():
+            draw.rectangle((column, line_y, column, line_y + 1), fill=0)
+
+
+def test_underlined_links_read_without_their_underlines(tmp_path, capsys):
+    """Links as a browser prints them; an underscore blank, '====' and '__init__' are no
+    underlines (no text strokes lie just above them) and stay ink."""
+    font = load_font(DEJAVU + "DejaVuSans.ttf", 18)
+    page = Image.new("L", (560, 260), 255)
+    draw = ImageDraw.Draw(page)
+    draw_underlined(draw, (40, 40), "See ", "History and License", " for more", font)
+    draw_underlined(draw, (40, 90), "", "The Python Tutorial", "", font)
+    draw_underlined(draw, (40, 140), "Using ", "the typing module", " today", font)
+    draw.text((40, 200), "Name: ________  ====  __init__", fill=0, font=font)
+    ink = ink_mask(page)
+    found = underlines(ink, glyph_height(ink))
+    assert found[:190].any() and not found[190:].any()
+    assert read_page(page, tmp_path, capsys)[:3] == [
+        "See History and License for more", "The Python Tutorial",
+        "Using the typing module today"]

@@ -18,7 +18,8 @@
 Before that, :func:`remove_rules` paints out the rules of tables and frames: vertical ink
 strokes longer than two of the page's tallest glyphs (no glyph is that tall) and horizontal
 ones longer than ten (no glyph is that wide), and dotted or dashed ones as long
-(:mod:`crnn_multigpu.ocr.dotted_rules`: evenly spaced short dots along one pixel column or row). They are ink on the page but not text; left in, a
+(:mod:`crnn_multigpu.ocr.dotted_rules`: evenly spaced short dots along one pixel column or row),
+and the underlines of links (:mod:`crnn_multigpu.ocr.underlines`: thin strokes just under text). They are ink on the page but not text; left in, a
 table's vertical rules join its rows into one band and are read as ``|``.
 :func:`line_crops` is the whole path from a page to the images of its lines; it frames every
 piece as a full line of the page around its baseline (:func:`line_frame`), as the recogniser's
@@ -42,6 +43,7 @@ from PIL import Image, ImageDraw
 from crnn_multigpu.datasets.images import MIN_PAGE_SIDE, to_gray_float
 from crnn_multigpu.datasets.language import LATIN_BAND_ROOM, get_language
 from crnn_multigpu.ocr.dotted_rules import dotted_rules
+from crnn_multigpu.ocr.underlines import underlines
 from crnn_multigpu.files import written_whole
 
 LineBox = collections.namedtuple("LineBox", ["left", "top", "right", "bottom", "row"])
@@ -217,6 +219,7 @@ def without_rules(grey, ink):
     rules |= _long_runs(ink.T, max(8, int(RULE_WIDTH * height))).T
     rules |= dotted_rules(ink, height, int(DOTTED_RULE_HEIGHT * height),
                           int(RULE_WIDTH * height))
+    rules |= underlines(ink, height)
     if not rules.any():
         return grey, ink
     # One pixel on every side too: the anti-aliased edges of a rule are lighter than the

@@ -1,0 +1,74 @@
+"""Underlines on a page: the strokes browsers and word processors draw under links, which are ink
+but not text. Left in, ``The Python Tutorial`` underlined was read ``The_Python_Tutorial`` and
+worse. An underline is a thin horizontal stroke (or a chain of them, broken where descenders cross
+it, as CSS's ``text-decoration-skip-ink`` draws it) at least :data:`MIN_LENGTH` glyph heights long,
+with the strokes of text just above most of its length. What else is thin and long has no text
+just above: an underscore blank (``Name: ______``), a row of ``====`` or ``----``, a long dash."""
+import numpy as np
+
+# In glyph heights (the page's tallest glyphs, about one line: page.glyph_height).
+MIN_LENGTH = 1.5   # an underline is at least this long (a word of three letters)
+THIN = 0.15        # ... and at most this thick (at least 2 px)
+GAP = 0.4          # the pieces of one underline, parted by descenders, are at most this far apart
+PIECE = 0.4        # a piece shorter than this is left: the hook of a "g" touching the line
+COVERED = 0.75     # ... and cover this share of its length at least (the thin feet of letters
+                   # in a row, bowls' bottoms and serifs, leave wider gaps between them)
+ABOVE = 0.45       # text lies within this distance above it
+TEXT_ABOVE = 0.12  # ... the strokes of its letters over at least this share of its length
+
+
+def _runs(mask):
+    """``(starts, ends)`` of the runs of True in every row of ``mask``, as flat indices into
+    the mask padded by one False at both ends of each row (``mask.shape[1] + 2`` a row)."""
+    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = mask
+    steps = np.diff(padded.ravel())
+    return np.flatnonzero(steps == 1) + 1, np.flatnonzero(steps == -1) + 1
+
+
+def _thickness(ink):
+    """For every pixel of ``ink``: the length of the vertical run of ink it is in (0 off ink)."""
+    starts, ends = _runs(ink.T)
+    lengths = np.zeros(ink.shape[1] * (ink.shape[0] + 2), dtype=np.int32)
+    for start, end in zip(starts, ends):
+        lengths[start:end] = end - start
+    return lengths.reshape(ink.shape[1], ink.shape[0] + 2)[:, 1:-1].T
+
+
+def underlines(ink, glyph):
+    """Mask of the pixels of ``ink`` (2-D boolean) in underlines, ``glyph`` the page's glyph
+    height in pixels (see the module docstring)."""
+    mask = np.zeros(ink.shape, dtype=bool)
+    if glyph <= 0 or not ink.any():
+        return mask
+    thickness = _thickness(ink)
+    thin = ink & (thickness <= max(2, THIN * glyph))
+    # Strokes of text: ink in runs thicker than an underline.
+    strokes = ink & ~thin
+    width = ink.shape[1] + 2
+    starts, ends = _runs(thin)
+    if not starts.size:
+        return mask
+    rows = starts // width
+    linked = (rows[1:] == rows[:-1]) & (starts[1:] - ends[:-1] <= max(2, GAP * glyph))
+    breaks = np.flatnonzero(~linked)
+    above = max(2, int(round(ABOVE * glyph)))
+    for first, last in zip(np.concatenate(([0], breaks + 1)),
+                           np.concatenate((breaks, [starts.size - 1]))):
+        row = int(rows[first])
+        left, right = int(starts[first] - row * width - 1), int(ends[last] - row * width - 1)
+        covered = int((ends[first:last + 1] - starts[first:last + 1]).sum())
+        if right - left < MIN_LENGTH * glyph or row < 2 or covered < COVERED * (right - left):
+            continue
+        # Text above: strokes within ABOVE over the stroke, not touching it (a thin part of a
+        # glyph has its own glyph right there; an underline has a gap of paper first).
+        band = strokes[max(0, row - above):row - 1, left:right]
+        if band.any(axis=0).mean() < TEXT_ABOVE or ink[row - 1, left:right].mean() > 0.5:
+            continue
+        for start, end in zip(starts[first:last + 1], ends[first:last + 1]):
+            if end - start >= PIECE * glyph:
+                mask[row, start - row * width - 1:end - row * width - 1] = True
+    # The rows under the stroke's top row that are still the stroke.
+    for _ in range(max(2, int(THIN * glyph))):
+        mask[1:] |= mask[:-1] & thin[1:]
+    return mask
