@@ -30,8 +30,10 @@ def _thickness(ink):
     """For every pixel of ``ink``: the length of the vertical run of ink it is in (0 off ink)."""
     starts, ends = _runs(ink.T)
     lengths = np.zeros(ink.shape[1] * (ink.shape[0] + 2), dtype=np.int32)
-    for start, end in zip(starts, ends):
-        lengths[start:end] = end - start
+    runs = ends - starts
+    # Every pixel of every run, run after run: its run's start plus its offset in the run.
+    offsets = np.arange(runs.sum()) - np.repeat(np.cumsum(runs) - runs, runs)
+    lengths[np.repeat(starts, runs) + offsets] = np.repeat(runs, runs)
     return lengths.reshape(ink.shape[1], ink.shape[0] + 2)[:, 1:-1].T
 
 
@@ -52,14 +54,17 @@ def underlines(ink, glyph):
     rows = starts // width
     linked = (rows[1:] == rows[:-1]) & (starts[1:] - ends[:-1] <= max(2, GAP * glyph))
     breaks = np.flatnonzero(~linked)
+    firsts = np.concatenate(([0], breaks + 1))
+    lasts = np.concatenate((breaks, [starts.size - 1]))
+    # Chains long enough and covered enough; nearly every chain of a page is neither.
+    extents = ends[lasts] - starts[firsts]
+    covered = np.add.reduceat(ends - starts, firsts)
+    candidates = (extents >= MIN_LENGTH * glyph) & (covered >= COVERED * extents) & \
+        (rows[firsts] >= 2)
     above = max(2, int(round(ABOVE * glyph)))
-    for first, last in zip(np.concatenate(([0], breaks + 1)),
-                           np.concatenate((breaks, [starts.size - 1]))):
+    for first, last in zip(firsts[candidates], lasts[candidates]):
         row = int(rows[first])
         left, right = int(starts[first] - row * width - 1), int(ends[last] - row * width - 1)
-        covered = int((ends[first:last + 1] - starts[first:last + 1]).sum())
-        if right - left < MIN_LENGTH * glyph or row < 2 or covered < COVERED * (right - left):
-            continue
         # Text above: strokes within ABOVE over the stroke, not touching it (a thin part of a
         # glyph has its own glyph right there; an underline has a gap of paper first).
         band = strokes[max(0, row - above):row - 1, left:right]
