@@ -13,6 +13,7 @@ from crnn_multigpu.ocr.dotted_rules import dotted_rules
 from crnn_multigpu.ocr.page import glyph_height, ink_mask, without_rules
 from crnn_multigpu.ocr.underlines import underlines
 from crnn_multigpu.ocr.page_layout import MIN_SKEW, deskew, estimate_skew, find_columns
+from faces import MICROHEI
 from test_page import DEJAVU, REAL_PAGE, pdf_text_rows
 from text_pdf import write_text_pdf
 
@@ -312,3 +313,16 @@ def test_underlined_links_read_without_their_underlines(tmp_path, capsys):
     assert read_page(page, tmp_path, capsys)[:3] == [
         "See History and License for more", "The Python Tutorial",
         "Using the typing module today"]
+
+
+def test_the_feet_of_chinese_characters_are_no_underlines():
+    """丛, 里, 至 and 乎 end in a long thin stroke with their glyph just above, as an underline
+    has its text; the Chinese model read 从, 甲, 军 and 丁 when they were taken out."""
+    font = load_font(MICROHEI, 22)
+    page = Image.new("L", (640, 160), 255)
+    draw = ImageDraw.Draw(page)
+    for row, text in enumerate([u"谈到安全要考虑保护免受隐藏在互联网丛林里匿名者",
+                                u"或者至少保存在防火保险箱内这几乎是不可能的"]):
+        draw.text((30, 30 + 50 * row), text, fill=0, font=font)
+    ink = ink_mask(page)
+    assert not underlines(ink, glyph_height(ink)).any()

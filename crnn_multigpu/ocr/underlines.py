@@ -10,6 +10,8 @@ import numpy as np
 MIN_LENGTH = 1.5   # an underline is at least this long (a word of three letters)
 THIN = 0.15        # ... and at most this thick (at least 2 px)
 GAP = 0.4          # the pieces of one underline, parted by descenders, are at most this far apart
+LONGEST_PIECE = 1.2  # ... one of them at least this long: no stroke of a glyph is (the foot
+                     # of a Chinese character, 里 or 丛, is one em at most, with its glyph above)
 PIECE = 0.4        # a piece shorter than this is left: the hook of a "g" touching the line
 COVERED = 0.75     # ... and cover this share of its length at least (the thin feet of letters
                    # in a row, bowls' bottoms and serifs, leave wider gaps between them)
@@ -59,8 +61,9 @@ def underlines(ink, glyph):
     # Chains long enough and covered enough; nearly every chain of a page is neither.
     extents = ends[lasts] - starts[firsts]
     covered = np.add.reduceat(ends - starts, firsts)
+    longest = np.maximum.reduceat(ends - starts, firsts)
     candidates = (extents >= MIN_LENGTH * glyph) & (covered >= COVERED * extents) & \
-        (rows[firsts] >= 2)
+        (longest >= LONGEST_PIECE * glyph) & (rows[firsts] >= 2)
     above = max(2, int(round(ABOVE * glyph)))
     for first, last in zip(firsts[candidates], lasts[candidates]):
         row = int(rows[first])
