@@ -7,6 +7,8 @@ their letters beside them. Left in, the border down a code box beside its lines 
 ``|`` at the end of every line."""
 import numpy as np
 
+from crnn_multigpu.ocr.ink_runs import row_runs
+
 # In glyph heights (the page's tallest glyphs, about one line: page.glyph_height).
 DOT_LENGTH = 0.6   # a dot or dash is at most this long (CSS dashes: 3 border widths)
 DOT_GAP = 0.5      # ... and at most this far from the next one
@@ -18,20 +20,11 @@ MIN_DOTS = 8
 DOT_PERIOD_SPREAD = 0.25
 
 
-def _runs_along_columns(ink):
-    """``(starts, ends, rows)`` of every vertical run of ink, as flat indices into the
-    column-major ink padded by one empty pixel at both ends of each column (``rows`` pixels a
-    column after padding): consecutive runs of one column are consecutive entries."""
-    padded = np.zeros((ink.shape[1], ink.shape[0] + 2), dtype=np.int8)
-    padded[:, 1:-1] = ink.T
-    steps = np.diff(padded.ravel())
-    return np.flatnonzero(steps == 1) + 1, np.flatnonzero(steps == -1) + 1, padded.shape[1]
-
-
 def dotted_columns(ink, glyph, min_span):
     """Mask of the pixels of ``ink`` (2-D boolean) in vertical dotted or dashed rules at least
     ``min_span`` pixels long, ``glyph`` the page's glyph height in pixels."""
-    starts, ends, rows = _runs_along_columns(ink)
+    starts, ends = row_runs(ink.T)  # a column's runs are consecutive entries
+    rows = ink.shape[0] + 2
     mask = np.zeros(ink.shape[1] * rows, dtype=bool)
     if starts.size < MIN_DOTS:
         return mask.reshape(ink.shape[1], rows)[:, 1:-1].T

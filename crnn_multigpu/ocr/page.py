@@ -43,6 +43,7 @@ from PIL import Image, ImageDraw
 from crnn_multigpu.datasets.images import MIN_PAGE_SIDE, to_gray_float
 from crnn_multigpu.datasets.language import LATIN_BAND_ROOM, get_language
 from crnn_multigpu.ocr.dotted_rules import dotted_rules
+from crnn_multigpu.ocr.ink_runs import row_runs
 from crnn_multigpu.ocr.underlines import underlines
 from crnn_multigpu.files import written_whole
 
@@ -174,10 +175,8 @@ def _typical_height(bands):
 def _vertical_runs(ink):
     """``(starts, ends, shape)`` of the vertical runs of ink, as indices into the
     column-major ink padded by one empty pixel at both ends of each column (``shape``)."""
-    padded = np.zeros((ink.shape[1], ink.shape[0] + 2), dtype=np.int8)
-    padded[:, 1:-1] = ink.T
-    steps = np.diff(padded.ravel())
-    return np.where(steps == 1)[0] + 1, np.where(steps == -1)[0] + 1, padded.shape
+    starts, ends = row_runs(ink.T)
+    return starts, ends, (ink.shape[1], ink.shape[0] + 2)
 
 
 def _long_runs(ink, length):

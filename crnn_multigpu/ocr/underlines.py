@@ -6,31 +6,24 @@ with the strokes of text just above most of its length. What else is thin and lo
 just above: an underscore blank (``Name: ______``), a row of ``====`` or ``----``, a long dash."""
 import numpy as np
 
+from crnn_multigpu.ocr.ink_runs import row_runs
+
 # In glyph heights (the page's tallest glyphs, about one line: page.glyph_height).
 MIN_LENGTH = 1.5   # an underline is at least this long (a word of three letters)
 THIN = 0.15        # ... and at most this thick (at least 2 px)
 GAP = 0.4          # the pieces of one underline, parted by descenders, are at most this far apart
+COVERED = 0.75     # ... and cover this share of its length at least (the thin feet of letters
+                   # in a row, bowls' bottoms and serifs, leave wider gaps between them)
 LONGEST_PIECE = 1.2  # ... one of them at least this long: no stroke of a glyph is (the foot
                      # of a Chinese character, 里 or 丛, is one em at most, with its glyph above)
 PIECE = 0.4        # a piece shorter than this is left: the hook of a "g" touching the line
-COVERED = 0.75     # ... and cover this share of its length at least (the thin feet of letters
-                   # in a row, bowls' bottoms and serifs, leave wider gaps between them)
 ABOVE = 0.45       # text lies within this distance above it
 TEXT_ABOVE = 0.12  # ... the strokes of its letters over at least this share of its length
 
 
-def _runs(mask):
-    """``(starts, ends)`` of the runs of True in every row of ``mask``, as flat indices into
-    the mask padded by one False at both ends of each row (``mask.shape[1] + 2`` a row)."""
-    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
-    padded[:, 1:-1] = mask
-    steps = np.diff(padded.ravel())
-    return np.flatnonzero(steps == 1) + 1, np.flatnonzero(steps == -1) + 1
-
-
 def _thickness(ink):
     """For every pixel of ``ink``: the length of the vertical run of ink it is in (0 off ink)."""
-    starts, ends = _runs(ink.T)
+    starts, ends = row_runs(ink.T)
     lengths = np.zeros(ink.shape[1] * (ink.shape[0] + 2), dtype=np.int32)
     runs = ends - starts
     # Every pixel of every run, run after run: its run's start plus its offset in the run.
@@ -50,7 +43,7 @@ def underlines(ink, glyph):
     # Strokes of text: ink in runs thicker than an underline.
     strokes = ink & ~thin
     width = ink.shape[1] + 2
-    starts, ends = _runs(thin)
+    starts, ends = row_runs(thin)
     if not starts.size:
         return mask
     rows = starts // width
