@@ -12,7 +12,7 @@ Makes:
   Apache FOP, PassiveTeX, jadetex), found under :data:`DOCBOOK_ROOTS`, gzipped or not.
 
 Every document the project reserves is dropped by its path before it is opened
-(``page_material.reserved_document``), and every print or PDF whose fonts are not embedded or
+(``text_sources.is_reserved_document``), and every print or PDF whose fonts are not embedded or
 may be a reserved face is left out (``datasets.pdf.font_refusal``). Of what is left only the
 documents ``datasets.page_crops.split_by_source`` puts on the validation side are used (as
 scripts/train_detector.py splits, with its share and seed), so that no page is one a detector
@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets import page_material  # noqa: E402
 from crnn_multigpu.datasets.page_crops import split_by_source  # noqa: E402
+from crnn_multigpu.datasets.text_sources import is_reserved_document  # noqa: E402
 from crnn_multigpu.datasets.page_style import page_recipe, recipe_css  # noqa: E402
 from crnn_multigpu.datasets.pdf import font_refusal, page_count, poppler, render_page  # noqa: E402
 
@@ -92,7 +93,7 @@ def validation_documents(documents, share, seed):
     """The ``documents`` (paths) that ``split_by_source`` puts on the validation side with
     ``share`` and ``seed``, reserved ones never among them."""
     allowed = [{"source": path} for path in documents
-               if not page_material.reserved_document(path)]
+               if not is_reserved_document(path)]
     return [entry["source"] for entry in split_by_source(allowed, share, seed)[1]]
 
 
@@ -127,7 +128,7 @@ def docbook_pdfs(scratch, roots=DOCBOOK_ROOTS, creator=pdf_creator):
             for name in names:
                 path = os.path.join(folder, name)
                 if not name.lower().endswith((".pdf", ".pdf.gz")) or \
-                        page_material.reserved_document(path) or os.path.realpath(path) in seen:
+                        is_reserved_document(path) or os.path.realpath(path) in seen:
                     continue
                 seen.add(os.path.realpath(path))
                 try:

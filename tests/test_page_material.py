@@ -11,6 +11,7 @@ from PIL import Image
 from crnn_multigpu.datasets import page_crops, page_material, page_style
 from crnn_multigpu.datasets.page_crops import PageCrops, split_by_source
 from crnn_multigpu.datasets.page_style import page_recipe, printable_faces, recipe_css
+from crnn_multigpu.datasets.text_sources import is_reserved_document
 from faces import tiny_faces
 from text_pdf import write_text_pdf
 
@@ -124,10 +125,12 @@ def test_reserved_documents_are_kept_out():
                  "/usr/share/doc/debian-faq/html/ch-basic.en.html",
                  "/usr/share/doc/maint-guide/html/index.fr.html",
                  "/usr/share/doc/installation-guide-amd64/de/ch01.html",
-                 "/usr/share/doc/python-reportlab-doc/reportlab-userguide.pdf"):
-        assert page_material.reserved_document(path), path
-    assert not page_material.reserved_document("/usr/share/debian-reference/ch01.de.html")
-    assert all(not page_material.reserved_document(p) for p in page_material.html_documents())
+                 "/usr/share/doc/python-reportlab-doc/reportlab-userguide.pdf",
+                 "/usr/share/doc/debian/FAQ/basic-defs.en.html",
+                 "/usr/share/doc/debian/FAQ/zh-cn/index.zh-cn.html"):
+        assert is_reserved_document(path), path
+    assert not is_reserved_document("/usr/share/debian-reference/ch01.de.html")
+    assert all(not is_reserved_document(p) for p in page_material.html_documents())
 
 
 def test_a_style_without_faces_is_refused_in_one_line():

@@ -20,7 +20,7 @@ line per page: ``image`` (the path relative to the folder), ``width``, ``height`
 "typeset"), ``recipe`` (the CSS recipe, browser prints only) and ``lines``: ``[x0, y0, x1, y1,
 text]`` per line, in pixel edges of the image (x right, y down), in the text layer's order.
 
-Kept out (``reserved_document``): every document the project reserves for its independent
+Kept out (``text_sources.is_reserved_document``): every document the project reserves for its independent
 checks, and typeset PDFs whose fonts may be reserved faces (``datasets.pdf.font_refusal``).
 """
 import html
@@ -34,8 +34,9 @@ import tempfile
 
 from crnn_multigpu.datasets.page_style import column_of, page_recipe, recipe_css
 from crnn_multigpu.datasets.pdf import font_refusal, page_count, poppler, render_page
+from crnn_multigpu.datasets.text_sources import is_reserved_document
 
-__all__ = ["HTML_ROOTS", "PDF_ROOTS", "reserved_document", "html_documents", "typeset_pdfs",
+__all__ = ["HTML_ROOTS", "PDF_ROOTS", "html_documents", "typeset_pdfs",
            "print_html", "line_boxes", "join_rows", "read_material", "MaterialWriter", "CHROMIUM",
            "generate"]
 
@@ -43,13 +44,6 @@ HTML_ROOTS = ("/usr/share/debian-reference", "/usr/share/doc/python3-doc/html",
               "/usr/share/doc/texlive-doc")
 PDF_ROOTS = ("/usr/share/doc/texlive-doc",)
 CHROMIUM = "chromium"
-# The project's reserved documents (DEVELOPERS.md, issue 51), matched against the whole path in
-# lower case: LaTeX's lshort in every translation (its own folders, and the translations named
-# otherwise), the PDFs of the Tesseract and Chinese checks, and Debian's FAQ, maintainers'
-# guide and installation guide in every language.
-RESERVED_PATTERNS = (
-    r"lshort", r"/l2kurz\.pdf$", r"/lyhyt2e\.pdf$", r"ctex-faq", r"libtasn1", r"shared-mime-info",
-    r"reportlab", r"manpages-zh", r"debian-faq", r"maint-guide", r"installation-guide")
 # HTML smaller than this is an index, a redirect or a stub: nothing to print.
 MIN_HTML_BYTES = 4000
 PRINT_TIMEOUT_S = 300
@@ -67,18 +61,12 @@ WORD_RE = re.compile(r"<word [^>]*>(.*?)</word>", re.S)
 PAGE_RE = re.compile(r'<page width="([\d.]+)" height="([\d.]+)"')
 
 
-def reserved_document(path):
-    """Whether ``path`` is a document the project reserves (never trained or validated on)."""
-    lowered = os.fspath(path).lower()
-    return any(re.search(pattern, lowered) for pattern in RESERVED_PATTERNS)
-
-
 def _files(roots, extension):
     found = []
     for root in roots:
         for folder, _, names in os.walk(root):
             found.extend(os.path.join(folder, n) for n in names if n.lower().endswith(extension))
-    return sorted(path for path in set(found) if not reserved_document(path))
+    return sorted(path for path in set(found) if not is_reserved_document(path))
 
 
 def html_documents(roots=HTML_ROOTS):

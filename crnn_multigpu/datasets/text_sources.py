@@ -23,9 +23,11 @@ SOURCES = {}
 # debian-faq, maint-guide and installation-guide in every language.
 RESERVED_PDFS = ("libtasn1.pdf", "shared-mime-info-spec.pdf", "reportlab-userguide.pdf",
                  "lshort-zh-cn.pdf", "ctex-faq.pdf", "l2kurz.pdf", "lyhyt2e.pdf")
+# Debian's FAQ keeps its pages in /usr/share/doc/debian/FAQ, a folder not named for it.
 RESERVED_PATH_RE = re.compile(
     r"(^|/)([^/]*lshort[^/]*|libtasn1-doc|shared-mime-info|python-reportlab-doc|debian-faq[^/]*|"
-    r"maint-guide[^/]*|installation-guide[^/]*)(/|$)|/man/zh_(CN|TW)/")
+    r"maint-guide[^/]*|installation-guide[^/]*|manpages-zh[^/]*|ctex-faq[^/]*)(/|$)|"
+    r"/man/zh_(CN|TW)/|/doc/debian/FAQ(/|$)", re.I)
 
 
 def is_reserved_document(path):
