@@ -21,7 +21,8 @@
 #              compare_chinese.py, compare_latin.py): Tesseract 5 with its English, Chinese,
 #              Latin-script and per-language models, the reserved type families and the reserved
 #              PDFs (never trained on: crnn-generate leaves reserved families out; the lshort
-#              translations of texlive-lang-* are named by the languages' descriptions)
+#              translations of texlive-lang-* are named by the languages' descriptions), and
+#              Debian's reserved manuals in English and Chinese (scripts/page_reserved.py)
 set -euo pipefail
 MINIMAL="fonts-dejavu-core fonts-dejavu-extra wamerican wamerican-small poppler-utils qpdf
 fonts-wqy-microhei chromium"
@@ -55,7 +56,7 @@ tesseract-ocr-ita tesseract-ocr-por tesseract-ocr-pol tesseract-ocr-ces tesserac
 tesseract-ocr-tur tesseract-ocr-fin tesseract-ocr-est tesseract-ocr-slv tesseract-ocr-vie
 texlive-lang-german texlive-lang-french texlive-lang-spanish texlive-lang-italian
 texlive-lang-portuguese texlive-lang-polish texlive-lang-czechslovak texlive-lang-european
-texlive-lang-other"
+texlive-lang-other debian-faq debian-faq-zh-cn maint-guide maint-guide-zh-cn installation-guide-amd64"
 DETECTOR="chromium debian-reference-en debian-reference-de debian-reference-es debian-reference-fr
 debian-reference-it debian-reference-pt debian-reference-pt-br python3-doc texlive-latex-base-doc
 texlive-pictures-doc debian-handbook"

@@ -225,6 +225,20 @@ def read_language(drawn, language, scratch, log, project=ProjectPages):
     return results, by_page, startups, skipped
 
 
+def machine_report(load_before, before):
+    """``(line, share, load_after)``: how busy the machine was since ``load_before``
+    (``load_average()``) and ``before`` (``cpu_snapshot(children=True)``) were taken, as a line
+    to print, the share of CPU time other processes used and the load average now."""
+    share, load_after = others_share(cpu_window(before, cpu_snapshot(children=True))), \
+        load_average()
+    line = ("machine: %d CPUs, load average %s at the start and %s at the end; other "
+            "processes used %s of all CPU time (shared machine: the seconds are not speeds)"
+            % (os.cpu_count(), "%.1f" % load_before[0] if load_before else "?",
+               "%.1f" % load_after[0] if load_after else "?",
+               "?" if share is None else "%.0f %%" % (100 * share)))
+    return line, share, load_after
+
+
 def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages-per-make", type=int, default=8, help="pages of each make and "
@@ -272,13 +286,7 @@ def main_body(argv=None):
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    share, load_after = others_share(cpu_window(before, cpu_snapshot(children=True))), \
-        load_average()
-    machine = ("machine: %d CPUs, load average %s at the start and %s at the end; other "
-               "processes used %s of all CPU time (shared machine: the seconds are not speeds)"
-               % (os.cpu_count(), "%.1f" % load_before[0] if load_before else "?",
-                  "%.1f" % load_after[0] if load_after else "?",
-                  "?" if share is None else "%.0f %%" % (100 * share)))
+    machine, share, load_after = machine_report(load_before, before)
     for line in skipped:
         log(line)
     print(table(results))
