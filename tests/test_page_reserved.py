@@ -30,7 +30,8 @@ def test_a_manuals_files_are_found_once_each_whatever_their_names(monkeypatch, t
 
 
 def test_the_manuals_take_turns_and_only_the_language_asked_is_kept():
-    files = {"debian-faq": ["/f/a.en.html", "/f/b.en.html", "/f/c.en.html", "/f/zh-cn/a.zh-cn.html"],
+    files = {"debian-faq": ["/f/a.en.html", "/f/b.en.html", "/f/c.en.html",
+                            "/f/zh-cn/a.zh-cn.html"],
              "maint-guide": ["/m/a.en.html"],
              "installation-guide": ["/i/en/a.html", "/i/de/a.html"]}
     found = page_reserved.documents("html", "en", random.Random(0),
