@@ -6,21 +6,17 @@ as ``TheBython_lutorigl`` from a browser print's link)."""
 import numpy as np
 from PIL import Image
 
+from crnn_multigpu.datasets.ink_runs import runs_of
+
 # A gap of this share of the font size, or more, between inked columns parts two words.
 WORD_GAP = 0.2
-
-
-def _inked_runs(columns):
-    """``[(start, end)]`` of the runs of True in the 1-D boolean ``columns``."""
-    edges = np.diff(np.concatenate(([0], columns.astype(np.int8), [0])))
-    return list(zip(np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0]))
 
 
 def words_of(ink, size):
     """``[(left, right)]``: the words of the drawn ``ink`` (2-D boolean), runs of inked pixel
     columns parted by gaps of at least :data:`WORD_GAP` of ``size``."""
     words = []
-    for start, end in _inked_runs(ink.any(axis=0)):
+    for start, end in runs_of(ink.any(axis=0)):
         if words and start - words[-1][1] < WORD_GAP * size:
             words[-1] = (words[-1][0], end)
         else:

@@ -14,6 +14,8 @@ kernel found exactly gives back its line exactly.
 """
 import numpy as np
 
+from crnn_multigpu.datasets.ink_runs import runs_of
+
 __all__ = ["SHRINK_RATIO", "shrink_distance", "shrink", "unclip", "targets", "components",
            "boxes_from_map", "match_boxes"]
 
@@ -107,12 +109,6 @@ def targets(boxes, height, width, ratio=SHRINK_RATIO, min_kernel=1.0, ignored=()
                 thresh_mask=thresh_mask)
 
 
-def _runs(row):
-    """``(starts, stops)`` of the runs of True in the boolean ``row``."""
-    edges = np.diff(np.concatenate([[0], row.astype(np.int8), [0]]))
-    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-
-
 def components(mask, values=None):
     """The 4-connected components of the boolean ``mask`` [H, W], as rows
     ``(x0, y0, x1, y1, pixels, value_sum)``: each component's bounding box in pixel edges, its
@@ -121,15 +117,14 @@ def components(mask, values=None):
     pixels."""
     mask = np.asarray(mask, bool)
     values = np.ones(mask.shape, float) if values is None else np.asarray(values, float)
-    parent, runs, previous = [], [], []
+    parent, pieces, previous = [], [], []
     for y in range(mask.shape[0]):
-        starts, stops = _runs(mask[y])
         sums = np.cumsum(np.concatenate([[0.0], values[y]]))
         current, j = [], 0
-        for start, stop in zip(starts, stops):
+        for start, stop in runs_of(mask[y]):
             index = len(parent)
             parent.append(index)
-            runs.append((y, start, stop, sums[stop] - sums[start]))
+            pieces.append((y, start, stop, sums[stop] - sums[start]))
             current.append((start, stop, index))
             while j < len(previous) and previous[j][1] <= start:
                 j += 1
@@ -139,7 +134,7 @@ def components(mask, values=None):
                 k += 1
         previous = current
     found = {}
-    for index, (y, start, stop, total) in enumerate(runs):
+    for index, (y, start, stop, total) in enumerate(pieces):
         root = _root(parent, index)
         x0, y0, x1, y1, pixels, value_sum = found.get(root, (start, y, stop, y + 1, 0, 0.0))
         found[root] = (min(x0, start), y0, max(x1, stop), y + 1, pixels + stop - start,

@@ -7,7 +7,7 @@ their letters beside them. Left in, the border down a code box beside its lines 
 ``|`` at the end of every line."""
 import numpy as np
 
-from crnn_multigpu.ocr.ink_runs import row_runs
+from crnn_multigpu.datasets.ink_runs import chains, row_runs
 
 # In glyph heights (the page's tallest glyphs, about one line: page.glyph_height).
 DOT_LENGTH = 0.6   # a dot or dash is at most this long (CSS dashes: 3 border widths)
@@ -31,11 +31,7 @@ def dotted_columns(ink, glyph, min_span):
     short = (ends - starts) <= max(2, DOT_LENGTH * glyph)
     linked = (short[:-1] & short[1:] & (starts[1:] // rows == starts[:-1] // rows) &
               (starts[1:] - ends[:-1] <= max(2, DOT_GAP * glyph)))
-    # Chains: maximal stretches of linked neighbours, as [first, last] run indices.
-    breaks = np.flatnonzero(~linked)
-    firsts = np.concatenate(([0], breaks + 1))
-    lasts = np.concatenate((breaks, [starts.size - 1]))
-    for first, last in zip(firsts, lasts):
+    for first, last in zip(*chains(linked)):
         if last - first + 1 < MIN_DOTS or ends[last] - starts[first] < min_span:
             continue
         periods = np.diff(starts[first:last + 1])

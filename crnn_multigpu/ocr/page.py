@@ -43,7 +43,7 @@ from PIL import Image, ImageDraw
 from crnn_multigpu.datasets.images import MIN_PAGE_SIDE, to_gray_float
 from crnn_multigpu.datasets.language import LATIN_BAND_ROOM, get_language
 from crnn_multigpu.ocr.dotted_rules import dotted_rules
-from crnn_multigpu.ocr.ink_runs import row_runs
+from crnn_multigpu.datasets.ink_runs import row_runs, runs_of
 from crnn_multigpu.ocr.underlines import underlines
 from crnn_multigpu.files import written_whole
 
@@ -146,17 +146,11 @@ def _otsu_of_counts(counts, bins):
     return float(edges[1:-1][int(np.argmax(between))]) if valid.any() else 0.5
 
 
-def _runs(mask):
-    """(start, end) of each run of True in a 1-D mask, end exclusive."""
-    steps = np.diff(np.concatenate([[0], np.asarray(mask, dtype=np.int8), [0]]))
-    return list(zip(np.where(steps == 1)[0].tolist(), np.where(steps == -1)[0].tolist()))
-
-
 def row_bands(ink):
     """Row bands of text in a page's ``ink`` mask: (top, bottom) pairs, bottom exclusive, top
     to bottom (step 2 of the module docstring)."""
     profile = ink.sum(axis=1)
-    bands = _runs(profile > 0)
+    bands = runs_of(profile > 0)
     if not bands:
         return []
     typical = _typical_height(bands)
@@ -353,7 +347,7 @@ def _dots_or_dashes(band, typical):
     across less than :data:`RULE_WIDTH` line heights. One solid stroke is a rule, and so is a
     dotted or dashed one reaching further (separators, the frames of note boxes), which was
     read as a row of ". . . ."."""
-    pieces = _runs(band.any(axis=0))
+    pieces = runs_of(band.any(axis=0))
     return len(pieces) >= 3 and pieces[-1][1] - pieces[0][0] < RULE_WIDTH * typical
 
 
@@ -386,7 +380,7 @@ def _lines_of_ink(ink):
     boxes = []
     for row, (top, bottom) in enumerate(row_bands(ink)):
         band = ink[top:bottom]
-        columns = _runs(band.sum(axis=0) > 0)
+        columns = runs_of(band.sum(axis=0) > 0)
         pieces, gap = [], COLUMN_GAP * (bottom - top)
         for start, end in columns:
             if pieces and start - pieces[-1][1] <= gap:

@@ -20,7 +20,8 @@ are then found in each column on its own, and read column after column.
 import numpy as np
 from PIL import Image
 
-from crnn_multigpu.ocr.page import _runs, glyph_height, ink_mask, paper_grey, row_bands
+from crnn_multigpu.datasets.ink_runs import runs_of
+from crnn_multigpu.ocr.page import glyph_height, ink_mask, paper_grey, row_bands
 
 MAX_SKEW = 5.0          # degrees searched either way
 COARSE_STEP = 0.25      # degrees
@@ -139,7 +140,7 @@ def _cleanest_run(crossing, start, end):
     column (few rows reach that far); cut there, they lose their last letters. The columns no
     row crosses (or, under a heading across the page, the fewest) are the gutter itself."""
     strip = crossing[start:end]
-    runs = _runs(strip == strip.min())
+    runs = runs_of(strip == strip.min())
     left, right = max(runs, key=lambda run: run[1] - run[0])
     return start + left, start + right
 
@@ -152,7 +153,7 @@ def _without_column_rules(crossing, glyph, ruled):
     both sides: a solid, dashed or dotted rule crosses every row and halves the gutter into
     strips too narrow to be one; a table's rule has cell text beside it in the rows around it."""
     crossing, ruled = crossing.copy(), ruled.copy()
-    empty = _runs(crossing <= GUTTER_INK)
+    empty = runs_of(crossing <= GUTTER_INK)
     for (left_start, left_end), (right_start, right_end) in zip(empty, empty[1:]):
         if (right_start - left_end <= max(3, RULE_STRIP * glyph) and
                 min(left_end - left_start, right_end - right_start) >= RULE_FLANK * glyph):
@@ -189,7 +190,7 @@ def find_columns(ink, rules=None):
     ruled_down = np.zeros(width, bool) if rules is None else \
         _rule_extent(rules) >= 0.5 * (bands[-1][1] - bands[0][0])
     crossing, ruled = _without_column_rules(crossing, glyph, ruled_down)
-    cuts = [_cleanest_run(crossing, start, end) for start, end in _runs(crossing <= GUTTER_INK)
+    cuts = [_cleanest_run(crossing, start, end) for start, end in runs_of(crossing <= GUTTER_INK)
             if end - start >= (RULED_GUTTER_WIDTH if ruled[start:end].any() else
                                GUTTER_WIDTH) * glyph and
             0.2 * width < (start + end) / 2.0 < 0.8 * width]

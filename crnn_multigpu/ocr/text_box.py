@@ -27,8 +27,9 @@ import collections
 
 import numpy as np
 
+from crnn_multigpu.datasets.ink_runs import runs_of
 from crnn_multigpu.datasets.language import LATIN_BAND_ROOM
-from crnn_multigpu.ocr.page import CORE_SHARE, _runs, band_line
+from crnn_multigpu.ocr.page import CORE_SHARE, band_line
 
 TextBox = collections.namedtuple("TextBox", ["top", "bottom", "left", "right"])
 TextBox.__doc__ = """The pixel box of a crop's text (bottom and right exclusive)."""
@@ -129,7 +130,7 @@ def text_box(ink):
 def _main_rows(ink):
     """``(top, bottom)`` of the heaviest run of inked rows and the runs near it, or None."""
     profile = ink.sum(axis=1)
-    runs = _runs(profile > 0)
+    runs = runs_of(profile > 0)
     if not runs:
         return None
     masses = [int(profile[a:b].sum()) for a, b in runs]
@@ -150,7 +151,7 @@ def _main_columns(band):
     across gaps of up to :data:`COLUMN_JOIN` heights, the groups holding at least
     :data:`KEEP_MASS` of the heaviest group's ink."""
     profile = band.sum(axis=0)
-    runs = _runs(profile > 0)
+    runs = runs_of(profile > 0)
     gap = COLUMN_JOIN * band.shape[0]
     groups = [list(runs[0])]
     for start, end in runs[1:]:

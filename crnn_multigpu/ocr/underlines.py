@@ -6,7 +6,7 @@ with the strokes of text just above most of its length. What else is thin and lo
 just above: an underscore blank (``Name: ______``), a row of ``====`` or ``----``, a long dash."""
 import numpy as np
 
-from crnn_multigpu.ocr.ink_runs import row_runs
+from crnn_multigpu.datasets.ink_runs import chains, row_runs
 
 # In glyph heights (the page's tallest glyphs, about one line: page.glyph_height).
 MIN_LENGTH = 1.5   # an underline is at least this long (a word of three letters)
@@ -48,9 +48,7 @@ def underlines(ink, glyph):
         return mask
     rows = starts // width
     linked = (rows[1:] == rows[:-1]) & (starts[1:] - ends[:-1] <= max(2, GAP * glyph))
-    breaks = np.flatnonzero(~linked)
-    firsts = np.concatenate(([0], breaks + 1))
-    lasts = np.concatenate((breaks, [starts.size - 1]))
+    firsts, lasts = chains(linked)
     # Chains long enough and covered enough; nearly every chain of a page is neither.
     extents = ends[lasts] - starts[firsts]
     covered = np.add.reduceat(ends - starts, firsts)
