@@ -155,6 +155,8 @@ def page_lines(grey, ink, turn=0, band_room=LATIN_BAND_ROOM):
     rules, ink = ink & ~kept, kept
     boxes, columns, crops = [], [], []
     for column, (left, right) in enumerate(find_columns(ink, rules)):
+        # line_crops looks for rules again, at the column's own glyph height: the underlined
+        # links of a narrow column of smaller text than the page's are found only there.
         column_boxes, column_crops = line_crops(page.crop((left, 0, right, page.height)),
                                                 ink[:, left:right], band_room)
         first_row = max([box.row for box in boxes] or [-1]) + 1
