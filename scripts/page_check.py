@@ -12,8 +12,9 @@ centres lie in boxes of one found row and no other row's words do. Prints per pa
 total: rows, rows found, rows found exactly, words inside a box; with ``--checkpoint`` (a line
 model's run folder) also CER and exact-row accuracy of the text read on the rows found
 exactly, against poppler's words joined by single spaces, typographic characters spelt in
-ASCII (curly quotes, dashes, ligatures); rows holding other characters the model's charset
-lacks (bullets, arrows) are counted and left out. The PDFs the project reserves are refused. Needs poppler-utils.
+ASCII (curly quotes, dashes, ligatures) in both; rows holding other characters the model's
+charset lacks (bullets, arrows), or with ``--ascii-rows`` any beyond printable ASCII, are counted
+and left out. The PDFs the project reserves are refused. Needs poppler-utils.
 """
 import argparse
 import collections
@@ -169,6 +170,9 @@ def main(argv=None):
     parser.add_argument("--picture", help="PNG of the last page's boxes (and text)")
     parser.add_argument("--errors", action="store_true",
                         help="with --checkpoint: print each misread row, read vs truth")
+    parser.add_argument("--ascii-rows", action="store_true",
+                        help="with --checkpoint: score only the rows whose truth is printable "
+                        "ASCII, so that models of other charsets (text, latin) read the same rows")
     args = parser.parse_args(argv)
     if is_reserved_document(args.pdf):
         sys.exit("error: %s is reserved for the project's independent checks; use another PDF"
@@ -180,6 +184,9 @@ def main(argv=None):
         from crnn_multigpu.ocr import Reader
         from crnn_multigpu.ocr.metrics import text_metrics
         recognizer = Reader(Path(args.checkpoint)).recognizer  # as crnn-predict reads
+        readable = set(recognizer.charset.chars)
+        if args.ascii_rows:
+            readable &= set(chr(code) for code in range(32, 127))
     totals = dict(words=0, covered=0, rows=0, exact=0, found=0)
     predictions, references, unreadable = [], [], []
     with tempfile.TemporaryDirectory() as scratch:
@@ -202,10 +209,11 @@ def main(argv=None):
                 lines = page_text(boxes, texts, keep_empty=True).split("\n")
                 for truth_index, found_row in exact.items():
                     truth = ascii_spelling(" ".join(text for _, _, text in rows[truth_index]))
-                    if not set(truth) <= set(recognizer.charset.chars):
+                    if not set(truth) <= readable:
                         unreadable.append(truth)  # e.g. a bullet: no character can be right
                         continue
-                    predictions.append(lines[found_row])
+                    # A model of typographic signs (latin) is spelt as the truth is.
+                    predictions.append(ascii_spelling(lines[found_row]))
                     references.append(truth)
             if args.picture:
                 draw_lines(image, boxes, texts, args.picture)
