@@ -7,6 +7,7 @@ Usage::
     python scripts/compare_tesseract.py --pdf DOC.pdf:3-5 --pdf OTHER.pdf:1   # your own PDFs
     python scripts/compare_tesseract.py --faces heldout --words-only --words 1000
                                   # words in the held-out families, material a choice may use
+    python scripts/compare_tesseract.py --words-only --photos DIR   # and photographed words
 
 Material (by default the project's reserved material, which no model trained, validated or
 was chosen on): single words rendered in the reserved type families (Liberation, FreeFont,
@@ -259,6 +260,13 @@ def sample_figures(readings, labels, fold=None):
     return text_metrics(readings, labels)
 
 
+def folder_samples(folder):
+    """``[(image path, label)]`` of the folder dataset ``folder`` (its ``labels.txt``)."""
+    from crnn_multigpu.datasets.folder import LABELS_FILE, read_labels
+    return [(os.path.join(folder, path), text)
+            for path, text in read_labels(os.path.join(folder, LABELS_FILE))]
+
+
 # ----- the comparison --------------------------------------------------------------------
 
 def side_by_side(samples, readings, path, count=14):
@@ -410,6 +418,9 @@ def main(argv=None):
                         "default) or those the font split holds out from training")
     parser.add_argument("--words-only", action="store_true",
                         help="only the rendered words: no PDF words, lines or pages")
+    parser.add_argument("--photos", metavar="DIR",
+                        help="also the photographed words of a folder dataset (images and "
+                        "labels.txt, as scripts/photo_words.py --out DIR writes it)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--picture", help="a PNG of PDF lines the systems read differently")
     args = parser.parse_args(argv)
@@ -431,6 +442,8 @@ def main(argv=None):
         if not args.words_only:
             word_sets.append(("words cut from the PDFs, 110 dpi",
                               cut_pdf_words(scratch, pdfs, args.words, args.seed)))
+        if args.photos:
+            word_sets.append(("photographed words", folder_samples(args.photos)))
         for title, samples in word_sets:
             paths = [path for path, _ in samples]
             peers = peer_readings(paths, 8, tesseract, paddle, scratch)
