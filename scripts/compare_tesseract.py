@@ -39,13 +39,14 @@ import tempfile
 import time
 
 import numpy as np
-from PIL import Image, ImageFilter
+from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets.charset import Charset  # noqa: E402
 from crnn_multigpu.datasets.lines import ascii_spelling  # noqa: E402
+from crnn_multigpu.datasets.page_looks import look_of  # noqa: E402
 from crnn_multigpu.ocr.metrics import edit_distance, scoring_fold, text_metrics  # noqa: E402
 from crnn_multigpu.ocr.shipped import shipped_model  # noqa: E402
 from page_check import layout_rows, page_numbers, rasterise, rows_read_exactly  # noqa: E402
@@ -133,21 +134,6 @@ def english_pp_ocr():
 
 
 # ----- material --------------------------------------------------------------------------
-
-def scanned_look(path, rng):
-    """The page as a flatbed scanner gives it back: turned by up to 0.5 degrees, a little
-    blurred, grey paper with uneven shading, sensor noise."""
-    image = Image.open(path).convert("L")
-    angle = rng.uniform(-0.5, 0.5)
-    image = image.rotate(angle, resample=Image.BICUBIC, expand=False, fillcolor=255)
-    image = image.filter(ImageFilter.GaussianBlur(0.8))
-    pixels = np.asarray(image, dtype=np.float32) / 255.0
-    height, width = pixels.shape
-    shade = 0.86 + 0.06 * np.linspace(0, 1, width)[None, :] * np.linspace(1, 0.6, height)[:, None]
-    pixels = pixels * shade + rng.normal(0, 0.035, pixels.shape)
-    Image.fromarray((np.clip(pixels, 0, 1) * 255).astype(np.uint8)).save(path)
-    return angle
-
 
 def row_texts(pdf, page):
     """Poppler's text rows of a page (``page_check.layout_rows``), top to bottom: ``[(box in
@@ -333,8 +319,8 @@ def compare_pages(pdfs, project, tesseract, paddle, scratch, seed):
             dpi = 300 if look == "scanned" else int(look.split()[0])
             path = rasterise(pdf, page, dpi, os.path.join(scratch, "%s-%d-%s" % (
                 os.path.basename(pdf), page, look.replace(" ", ""))))
-            if look == "scanned":
-                scanned_look(path, rng)
+            if look == "scanned":  # a flatbed scanner's copy (datasets.page_looks)
+                look_of("scan").draw(Image.open(path), rng).image.save(path)
             images.append((pdf, page, look, path))
     # PP-OCR reads every page in one process, as the project does.
     paddle_read = paddle.read("page", [path for _, _, _, path in images], scratch)

@@ -46,6 +46,7 @@ sys.path.insert(0, HERE)
 
 from crnn_multigpu.datasets.fonts import select_fonts  # noqa: E402
 from crnn_multigpu.datasets.language import get_language  # noqa: E402
+from crnn_multigpu.datasets.page_looks import LOOKS  # noqa: E402
 from crnn_multigpu.datasets.page_style import printable_faces  # noqa: E402
 from crnn_multigpu.ocr.metrics import SCORINGS, scoring_fold  # noqa: E402
 from cpu_accounting import cpu_snapshot, cpu_window, load_average, others_share  # noqa: E402
@@ -184,7 +185,7 @@ def draw_pages(args, language, scratch, log):
     """``{make: [Page]}`` of ``language`` for every make asked."""
     rng = random.Random("%d:%s" % (args.seed, language.name))
     maker = PageMaker(language.name, faces_for(language), args.dpi, scratch, rng, log,
-                      args.per_document)
+                      args.per_document, look=args.look)
     drawn = collections.OrderedDict()
     for make in args.makes:
         documents = candidates(make, language.name, args.validation_share, args.split_seed,
@@ -248,6 +249,9 @@ def parse(argv):
                         % ", ".join(MAKES))
     parser.add_argument("--seed", type=int, default=0, help="draws documents, styles, pages")
     parser.add_argument("--dpi", type=int, default=150)
+    parser.add_argument("--look", choices=list(LOOKS), default="clean",
+                        help="how the pages reach the readers: as drawn (clean), scanned or "
+                        "photographed (datasets.page_looks)")
     parser.add_argument("--per-document", type=int, default=2, help="most pages of a document")
     parser.add_argument("--validation-share", type=float, default=0.1,
                         help="the detector split's validation share (train_detector.py's)")
@@ -291,15 +295,17 @@ def main_body(argv=None):
         log(line)
     print(table(results))
     print(machine)
-    print("%d s in all; pages at %d dpi, seed %d, validation side of split_by_source(share %g, "
-          "seed %d)" % (time.time() - started, args.dpi, args.seed, args.validation_share,
-                        args.split_seed))
+    print("%d s in all; pages at %d dpi in the %s look, seed %d, validation side of "
+          "split_by_source(share %g, seed %d)" % (time.time() - started, args.dpi, args.look,
+                                                  args.seed, args.validation_share,
+                                                  args.split_seed))
     write_json(args.json, dict(figures=results, pages=pages, startup_seconds=startups,
                                skipped=skipped, machine=machine, others_share=share,
                                load=[load_before and load_before[0], load_after and load_after[0]],
                                settings=dict((key, getattr(args, key)) for key in (
                                    "pages_per_make", "languages", "makes", "seed", "dpi",
-                                   "per_document", "validation_share", "split_seed"))))
+                                   "look", "per_document", "validation_share",
+                                   "split_seed"))))
     return 0
 
 

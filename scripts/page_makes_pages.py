@@ -28,15 +28,19 @@ import re
 import shutil
 import subprocess
 import sys
+import zlib
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from crnn_multigpu.datasets import page_material  # noqa: E402
 from crnn_multigpu.datasets.page_crops import split_by_source  # noqa: E402
-from crnn_multigpu.datasets.text_sources import is_reserved_document  # noqa: E402
+from crnn_multigpu.datasets.page_looks import look_of  # noqa: E402
 from crnn_multigpu.datasets.page_style import page_recipe, recipe_css  # noqa: E402
 from crnn_multigpu.datasets.pdf import font_refusal, page_count, poppler, render_page  # noqa: E402
+from crnn_multigpu.datasets.text_sources import is_reserved_document  # noqa: E402
 
 MAKES = ("browser", "typeset", "docbook")
 BROWSER_ROOTS = page_material.HTML_ROOTS + ("/usr/share/doc/debian-handbook/html",)
@@ -171,13 +175,15 @@ class PageMaker(object):
     """Draws pages of one language: ``faces`` (font files of the training side) style the
     browser prints; pages are drawn at ``dpi`` into ``scratch``; ``rng`` draws documents,
     styles and pages; ``log`` takes a line for each document left out. ``fonts_checked=False``
-    keeps documents whatever their fonts (the final check on reserved pages and faces)."""
+    keeps documents whatever their fonts (the final check on reserved pages and faces);
+    ``look``: the :data:`~crnn_multigpu.datasets.page_looks.LOOKS` the pages are drawn in (a
+    scan, a photo)."""
 
     def __init__(self, language, faces, dpi, scratch, rng, log, per_document=2,
-                 fonts_checked=True):
+                 fonts_checked=True, look="clean"):
         self.language, self.faces, self.dpi, self.scratch = language, faces, dpi, scratch
         self.rng, self.log, self.per_document = rng, log, per_document
-        self.fonts_checked = fonts_checked
+        self.fonts_checked, self.look = fonts_checked, look_of(look)
         self.drawn = 0
 
     def pdf_of(self, make, source):
@@ -208,6 +214,11 @@ class PageMaker(object):
                 self.log("left out %s: %s" % (source, error))
         return chosen
 
+    def drawn_page(self, page, name):
+        """``page`` in the maker's look, seeded by the page's file ``name`` rather than by the
+        maker's ``rng``: a run in any look chooses the pages a clean run chooses."""
+        return self.look.draw(page, np.random.RandomState(zlib.crc32(name.encode()))).image
+
     def document_pages(self, make, source, pdf, recipe, wanted):
         """Pages of ``pdf`` with MIN_ROWS rows in the language, drawn and saved."""
         numbers = list(range(1, page_count(pdf) + 1))
@@ -224,6 +235,6 @@ class PageMaker(object):
             path = os.path.join(self.scratch, "%s-%s-%03d-%s-%d.png" % (
                 make, self.language, self.drawn, re.sub(r"\W", "_", os.path.basename(source)),
                 number))
-            render_page(pdf, number, self.dpi).save(path)
+            self.drawn_page(render_page(pdf, number, self.dpi), os.path.basename(path)).save(path)
             found.append(Page(make, self.language, source, number, path, rows))
         return found

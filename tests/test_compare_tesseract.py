@@ -51,18 +51,6 @@ def test_pages_are_rasterised_in_grey_at_the_dpi_and_pages_asked(tmp_path):
     assert image.size == (round(612 * 100 / 72.0), round(792 * 100 / 72.0))  # a Letter page
 
 
-def test_the_scanned_look_turns_blurs_and_greys_the_page(tmp_path):
-    page = Image.new("L", (400, 300), 255)
-    page.paste(0, (50, 100, 350, 110))
-    path = str(tmp_path / "page.png")
-    page.save(path)
-    angle = compare.scanned_look(path, np.random.RandomState(0))
-    scanned = np.asarray(Image.open(path), dtype=np.float32)
-    assert abs(angle) <= 0.5 and scanned.shape == (300, 400)
-    assert 180 < np.median(scanned) < 240  # grey paper
-    assert scanned[:, :40].std() > 3  # noise
-
-
 def english_reader(monkeypatch, folder, rows=(), fail=""):
     """compare_tesseract's PP-OCR reader, its venv taken as there, reading through the fake."""
     monkeypatch.setattr(compare, "rapidocr_ready", lambda: True)

@@ -113,6 +113,24 @@ def test_pages_have_enough_rows_in_the_language_and_at_most_per_document(monkeyp
     assert set(pdf.drawn) <= {1, 4, 5, 6}
 
 
+def test_pages_drawn_in_a_photo_look_are_the_pages_a_clean_run_chooses(monkeypatch, tmp_path):
+    import random
+    from PIL import Image
+    FakePdf(monkeypatch, [[ENGLISH_ROW] * 12] * 6)  # pages of two documents, shuffled
+    chosen = {}
+    for look in ("clean", "photo"):
+        folder = tmp_path / look
+        folder.mkdir()
+        maker = pages_module.PageMaker("en", [], 150, str(folder), random.Random(0), [].append,
+                                       2, look=look)
+        found = maker.pages("typeset", ["/doc/a.pdf", "/doc/b.pdf"], 3)
+        chosen[look] = [(page.source, page.number, page.truth) for page in found]
+        sizes = set(Image.open(page.path).size for page in found)
+        assert sizes == {(20, 20)} if look == "clean" else all(
+            width < 20 for width, _ in sizes)
+    assert chosen["clean"] == chosen["photo"] and len(chosen["clean"]) == 3
+
+
 def test_pages_of_documents_of_one_name_are_kept_apart(monkeypatch, tmp_path):
     FakePdf(monkeypatch, [[ENGLISH_ROW] * 12, []])  # page 1 of both guide.pdf
     found = maker(tmp_path, []).pages("typeset", ["/doc/a/guide.pdf", "/doc/b/guide.pdf"], 2)
