@@ -19,7 +19,7 @@ import io
 import numpy as np
 from PIL import Image, ImageFilter
 
-__all__ = ["LOOKS", "Looked", "PageLook", "look_of", "map_points"]
+__all__ = ["LOOKS", "Looked", "PageLook", "look_of", "map_points", "homography_between"]
 
 LOOKS = collections.OrderedDict()
 # A photo's page corners move inwards by up to this share of the page's width or height.
@@ -104,8 +104,8 @@ class Photo(PageLook):
         slant = rng.uniform(0, PHOTO_SLANT, size=(4, 2)) * size
         corners = np.array([[0, 0], [size[0], 0], [size[0], size[1]], [0, size[1]]], float)
         placed = corners + slant * [[1, 1], [-1, 1], [-1, -1], [1, -1]]
-        homography = _homography(np.array([[0, 0], [width, 0], [width, height], [0, height]],
-                                           float), placed)
+        page_corners = np.array([[0, 0], [width, 0], [width, height], [0, height]], float)
+        homography = homography_between(page_corners, placed)
         inverse = np.linalg.inv(homography)
         table = rng.uniform(40, 120)
         looked = image.transform(size, Image.PERSPECTIVE, tuple((inverse / inverse[2, 2])
@@ -133,7 +133,7 @@ def _light(size, rng):
     return ((1.0 - fall) + fall * along) * vignette
 
 
-def _homography(source, target):
+def homography_between(source, target):
     """The 3x3 homography carrying the four ``source`` points onto the four ``target``."""
     rows, values = [], []
     for (x, y), (u, v) in zip(source, target):

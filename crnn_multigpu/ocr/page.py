@@ -30,8 +30,8 @@ What it cannot do, by design: multi-column pages are read across the columns (ea
 band is one line of text, its pieces joined left to right); skewed or rotated pages
 (more than about half a degree over a full-width line) merge neighbouring lines (the page
 reader, ``page_reader.PageReader``, first straightens a page and splits its columns with
-:mod:`crnn_multigpu.ocr.page_layout`); photos
-of pages, uneven lighting, noise and speckles, handwriting, text over pictures or
+:mod:`crnn_multigpu.ocr.page_layout`, and sees a photo of a page square and evenly lit with
+:mod:`crnn_multigpu.ocr.page_photo`); noise and speckles, handwriting, text over pictures or
 coloured backgrounds, and vertical text are out of scope. Figures and large headings are
 kept as lines and read as well as the model can.
 """

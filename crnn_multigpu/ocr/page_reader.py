@@ -1,5 +1,6 @@
-"""Reading a printed page (crnn-predict --page): turned upright, straightened, split into its
-columns, its lines found and read.
+"""Reading a printed page (crnn-predict --page): a photo of a page seen square
+(:mod:`~crnn_multigpu.ocr.page_photo`), turned upright, straightened, split into its columns,
+its lines found and read.
 
 :class:`PageReader` owns the whole path and returns a
 :class:`~crnn_multigpu.ocr.page_result.Page`. The page's ink
@@ -52,6 +53,7 @@ from crnn_multigpu.datasets.images import grey_page
 from crnn_multigpu.datasets.language import LATIN_BAND_ROOM, get_language
 from crnn_multigpu.ocr.page import ink_mask, line_crops, pieces_by_row, without_rules
 from crnn_multigpu.ocr.page_layout import deskew, find_columns
+from crnn_multigpu.ocr.page_photo import box_in_photo, flatten
 from crnn_multigpu.ocr.page_result import Page, Piece, Row, confidence, union
 
 # Measured on 300 and 110 dpi manual pages (50 lines, 13-1282 px wide at height 32): batches of
@@ -92,7 +94,8 @@ class PageReader(object):
         page as it comes and, when the layout cannot tell, turned by a quarter turn, both ways
         up. Only when another turn reads clearly best (:func:`clearest_turn`) is the page read
         again, so turned."""
-        grey = grey_page(source)
+        photo = flatten(grey_page(source))  # a photo of a page is seen square (page_photo)
+        grey = photo.page
         ink = ink_mask(grey)  # the one time: every step below works on this mask
         turns = layout_turns(ink)
         band_room = self.language.band_room
@@ -109,7 +112,7 @@ class PageReader(object):
         lines = found.get(turn) or page_lines(grey, ink, turn, band_room)
         if turn != first:
             readings = self.read_lines(lines.crops)
-        return self.page(source, grey.size, turn, lines, readings, doubt)
+        return self.page(source, photo, turn, lines, readings, doubt)
 
     def read_lines(self, crops):
         """``(texts, log probabilities, frames)`` of the line ``crops`` of a page."""
@@ -120,23 +123,30 @@ class PageReader(object):
         frames = [array.shape[1] / float(self.recognizer.downsample) for array in arrays]
         return texts, log_probs, frames
 
-    def page(self, source, size, turn, lines, readings, doubt=None):
+    def page(self, source, photo, turn, lines, readings, doubt=None):
         """The :class:`~crnn_multigpu.ocr.page_result.Page` of ``lines`` read as ``readings``
-        (:meth:`read_lines`) on the page ``source`` of ``size`` turned by ``turn`` (``doubt``:
-        why that turn is in doubt, or None)."""
+        (:meth:`read_lines`) on the page ``source`` as
+        :func:`~crnn_multigpu.ocr.page_photo.flatten` gave it (``photo``), turned by ``turn``
+        (``doubt``: why that turn is in doubt, or None). Boxes are in the pixels of the image
+        given, a photo's too."""
         texts, log_probs, frames = readings
+
+        def box_of(index):
+            box = input_box(lines.boxes[index], turn, lines.skew, photo.page.size,
+                            lines.page.size, lines.pivot)
+            return box if photo.homography is None else \
+                box_in_photo(box, photo.homography, photo.size)
+
         rows = []
         for pieces in pieces_by_row(lines.boxes).values():
-            read = [Piece(input_box(lines.boxes[i], turn, lines.skew, size, lines.page.size,
-                                    lines.pivot),
-                          texts[i], confidence(log_probs[i], frames[i]), lines.boxes[i])
-                    for i in pieces]
+            read = [Piece(box_of(i), texts[i], confidence(log_probs[i], frames[i]),
+                          lines.boxes[i]) for i in pieces]
             rows.append(Row(union([piece.box for piece in read]),
                             self.language.join_pieces([p.text for p in read if p.text]),
                             confidence(sum(log_probs[i] for i in pieces),
                                        sum(frames[i] for i in pieces)),
                             lines.columns[pieces[0]], tuple(read)))
-        return Page(size[0], size[1], turn, lines.skew, tuple(rows),
+        return Page(photo.size[0], photo.size[1], turn, lines.skew, tuple(rows),
                     source if isinstance(source, str) else None, lines.page, doubt)
 
 
