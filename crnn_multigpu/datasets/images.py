@@ -234,6 +234,14 @@ def _resize(pixels, width, height):
     return np.asarray(resized, dtype=np.float32)
 
 
+def widened(pixels, factor):
+    """The normalised crop ``pixels`` ([h, w] or [h, w, 1]) stretched ``factor`` times in
+    width, its height kept."""
+    height, width = pixels.shape[:2]
+    wide = _resize(pixels.reshape(height, width), max(1, int(round(width * factor))), height)
+    return wide.reshape(wide.shape + pixels.shape[2:])
+
+
 def scaled_width(width, height, target_height):
     """Width after resizing ``width x height`` to ``target_height`` keeping aspect (>= 1)."""
     return max(1, int(round(float(width) * target_height / max(1, height))))

@@ -6,7 +6,7 @@ This module imports no TensorFlow, so that a reader which does not need it (the 
 starts without it.
 """
 from crnn_multigpu.datasets import make_batch
-from crnn_multigpu.datasets.images import grey_pixels, normalise
+from crnn_multigpu.datasets.images import grey_pixels, normalise, widened
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.datasets.unreadable import UnreadableImages
@@ -19,6 +19,15 @@ from crnn_multigpu.ocr.text_box import as_capitals, frame_text
 # over its reading framed as small letters: c, o, s, v, w, x and z differ only in size, and
 # "summer" framed as capitals read "Summer", a little more surely.
 CAPITALS_MARGIN = 1.0
+# Condensed type (a sign's narrow capitals, a condensed face squeezed further) brought to the
+# model's height leaves it too few columns a letter: AT, 17 px wide at 32 px high, read as
+# nothing. Every crop is also read widened CONDENSED_STRETCH times, that reading kept when it is
+# CONDENSED_MARGIN (natural log) more probable. On 400 words of the project's own in condensed
+# faces squeezed to 50-100 % of their width (training and held-out sides): 61.8 % -> 81.0 %
+# exactly right; 2,000 held-out-family words (95.9 %), 300 loose crops and 150 loose Chinese
+# lines unchanged. A smaller margin took more condensed words and lost plain ones.
+CONDENSED_STRETCH = 2.0
+CONDENSED_MARGIN = 0.5
 
 
 def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_examples=0,
@@ -190,15 +199,18 @@ class TextReader(object):
         """Recognise crops a user cut, a word or a line each, made arrays by
         :meth:`crop_array`. Returns (texts, log_probs). A crop that is one band of ink (framed
         as small letters) is also read framed as capitals
-        (:func:`~crnn_multigpu.ocr.text_box.as_capitals`), the more probable reading kept."""
+        (:func:`~crnn_multigpu.ocr.text_box.as_capitals`), and every crop widened
+        (:data:`CONDENSED_STRETCH`): the more probable reading is kept, by a margin."""
         texts, log_probs = self.recognize_arrays(arrays, batch_size)
-        again = [(index, as_capitals(array)) for index, array in enumerate(arrays)]
-        again = [(index, normalise(framed, self.height)) for index, framed in again
-                 if framed is not None]
+        capitals = [(index, as_capitals(array)) for index, array in enumerate(arrays)]
+        again = [(index, normalise(framed, self.height), CAPITALS_MARGIN)
+                 for index, framed in capitals if framed is not None]
+        again += [(index, widened(array, CONDENSED_STRETCH), CONDENSED_MARGIN)
+                  for index, array in enumerate(arrays)]
         if again:
-            for (index, _), text, log_prob in zip(again, *self.recognize_arrays(
-                    [array for _, array in again], batch_size)):
-                if log_prob > log_probs[index] + CAPITALS_MARGIN:
+            for (index, _, margin), text, log_prob in zip(again, *self.recognize_arrays(
+                    [array for _, array, _ in again], batch_size)):
+                if log_prob > log_probs[index] + margin:
                     texts[index], log_probs[index] = text, log_prob
         return texts, log_probs
 
