@@ -269,39 +269,57 @@ def parse(argv):
     return args
 
 
-def main_body(argv=None):
-    args = parse(argv)
-    scratch = args.keep or tempfile.mkdtemp(prefix="page_makes_")
-    os.makedirs(scratch, exist_ok=True)
+Measured = collections.namedtuple("Measured", "results pages startups skipped machine share "
+                                               "loads seconds")
+Measured.__doc__ = """What :func:`measure` gives: the figures of every make, language and system
+(``results``), each page's (``pages``, by language), the systems' start-ups by language, the
+lines of systems skipped (each once), the machine's line, the share of CPU time other
+processes used, the load averages at the start and the end, and the seconds it all took."""
 
-    def log(line):
-        print(line, file=sys.stderr, flush=True)
+
+def log(line):
+    """A progress line on stderr."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def measure(args, draw, read, prefix):
+    """Every language of ``args.languages`` drawn (``draw(args, language, scratch, log)``: the
+    pages by make) and read by every system (``read``: :func:`read_language`), the pages kept in
+    ``args.keep`` or in a scratch folder named with ``prefix`` and removed; a :class:`Measured`."""
+    scratch = args.keep or tempfile.mkdtemp(prefix=prefix)
+    os.makedirs(scratch, exist_ok=True)
     started, load_before, before = time.time(), load_average(), cpu_snapshot(children=True)
     results, startups, skipped, pages = [], {}, [], {}
     try:
         for code in args.languages:
             language = get_language(code)
-            drawn = draw_pages(args, language, scratch, log)
-            found, pages[code], started_in, missing = read_language(drawn, language, scratch,
-                                                                     log)
+            drawn = draw(args, language, scratch, log)
+            found, pages[code], startups[code], missing = read(drawn, language, scratch, log)
             results += found
-            skipped += missing
-            startups[code] = started_in
+            skipped += [line for line in missing if line not in skipped]
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
     machine, share, load_after = machine_report(load_before, before)
     for line in skipped:
         log(line)
-    print(table(results))
-    print(machine)
+    return Measured(results, pages, startups, skipped, machine, share,
+                    [load_before and load_before[0], load_after and load_after[0]],
+                    time.time() - started)
+
+
+def main_body(argv=None):
+    args = parse(argv)
+    done = measure(args, draw_pages, read_language, "page_makes_")
+    print(table(done.results))
+    print(done.machine)
     print("%d s in all; pages at %d dpi in the %s look, seed %d, validation side of "
-          "split_by_source(share %g, seed %d)" % (time.time() - started, args.dpi, args.look,
+          "split_by_source(share %g, seed %d)" % (done.seconds, args.dpi, args.look,
                                                   args.seed, args.validation_share,
                                                   args.split_seed))
-    write_json(args.json, dict(figures=results, pages=pages, startup_seconds=startups,
-                               skipped=skipped, machine=machine, others_share=share,
-                               load=[load_before and load_before[0], load_after and load_after[0]],
+    write_json(args.json, dict(figures=done.results, pages=done.pages,
+                               startup_seconds=done.startups, skipped=done.skipped,
+                               machine=done.machine, others_share=done.share, load=done.loads,
                                settings=dict((key, getattr(args, key)) for key in (
                                    "pages_per_make", "languages", "makes", "seed", "dpi",
                                    "look", "per_document", "validation_share",

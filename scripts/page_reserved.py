@@ -32,23 +32,18 @@ import math
 import os
 import random
 import re
-import shutil
 import sys
-import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from crnn_multigpu.datasets.fonts import find_fonts, is_reserved  # noqa: E402
-from crnn_multigpu.datasets.language import get_language  # noqa: E402
 from crnn_multigpu.datasets.page_material import MIN_HTML_BYTES  # noqa: E402
 from crnn_multigpu.datasets.page_style import printable_faces  # noqa: E402
-from cpu_accounting import cpu_snapshot, load_average  # noqa: E402
 from make_page_material import PROBE  # noqa: E402
 from page_makes import (LANGUAGES, PADDLE, PROJECT, TESSERACT, ZH_PROBE, faces_for,  # noqa: E402
-                        machine_report, read_language, table)
+                        measure, read_language, table)
 from page_makes_pages import PageMaker, path_language  # noqa: E402
 from reports import one_line_errors, write_json  # noqa: E402
 
@@ -183,35 +178,17 @@ def parse(argv):
 
 def main_body(argv=None):
     args = parse(argv)
-    scratch = args.keep or tempfile.mkdtemp(prefix="page_reserved_")
-    os.makedirs(scratch, exist_ok=True)
-
-    def log(line):
-        print(line, file=sys.stderr, flush=True)
-    started, load_before, before = time.time(), load_average(), cpu_snapshot(children=True)
-    results, pages, skipped = [], {}, []
-    try:
-        for code in args.languages:
-            language = get_language(code)
-            drawn = draw_pages(args, language, scratch, log)
-            found, pages[code], _, missing = read_language(drawn, language, scratch, log)
-            results += found
-            skipped += [line for line in missing if line not in skipped]
-    finally:
-        if not args.keep:
-            shutil.rmtree(scratch, ignore_errors=True)
-    machine, share, _ = machine_report(load_before, before)
-    for line in skipped:
-        log(line)
-    print(table(results))
+    done = measure(args, draw_pages, read_language, "page_reserved_")
+    print(table(done.results))
     print("\nDone when (no page refused or read turned, rows >= PP-OCRv4, page CER <= "
           "Tesseract):")
-    for line in verdicts(results):
+    for line in verdicts(done.results):
         print("- " + line)
-    print(machine)
-    print("%d s in all; pages at %d dpi, seed %d" % (time.time() - started, args.dpi, args.seed))
-    write_json(args.json, dict(figures=results, pages=pages, skipped=skipped, machine=machine,
-                               others_share=share, verdicts=verdicts(results),
+    print(done.machine)
+    print("%d s in all; pages at %d dpi, seed %d" % (done.seconds, args.dpi, args.seed))
+    write_json(args.json, dict(figures=done.results, pages=done.pages, skipped=done.skipped,
+                               machine=done.machine, others_share=done.share,
+                               verdicts=verdicts(done.results),
                                settings=dict((key, getattr(args, key)) for key in (
                                    "pages_per_make", "languages", "makes", "seed", "dpi",
                                    "per_document"))))
