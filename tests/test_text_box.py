@@ -180,3 +180,31 @@ def test_condensed_type_is_read_widened(monkeypatch):
     right = sum(text == word for text, word in zip(widened, truths))
     right_as_given = sum(text == word for text, word in zip(as_given, truths))
     assert right >= 30 and right >= right_as_given + 12, (right, right_as_given)
+
+
+def framed_sign(word, face, frame=40):
+    """``word`` in dark print on a light field inside a dark frame, as a sign is cut: the
+    crop's border is the frame."""
+    image = ImageOps.expand(draw_word(word, face), border=4, fill=230)
+    return ImageOps.expand(image, border=max(2, image.height // 8), fill=frame)
+
+
+def test_a_framed_sign_is_read_in_the_polarity_that_reads_better(monkeypatch):
+    """A dark frame around a light field makes the crop's border dark: judged by its border,
+    the sign's dark print is taken for light print on dark paper and the model reads it in the
+    wrong polarity. Read inverted too, the more probable reading kept, the words read right
+    (measured: 13 of the 20 against 3)."""
+    from crnn_multigpu.ocr import text_reader
+    recognizer = Recognizer.shipped("text")
+    try:
+        images = [framed_sign(word, face) for face in FACES[:2] for word in CONDENSED_WORDS]
+        arrays = [recognizer.crop_array(image) for image in images]
+        both = recognizer.read_crops(arrays)[0]
+        monkeypatch.setattr(text_reader, "POLARITY_MARGIN", float("inf"))  # as judged
+        as_judged = recognizer.read_crops(arrays)[0]
+    finally:
+        recognizer.close()
+    truths = CONDENSED_WORDS * 2
+    right = sum(text == word for text, word in zip(both, truths))
+    right_as_judged = sum(text == word for text, word in zip(as_judged, truths))
+    assert right >= 10 and right >= right_as_judged + 6, (both, as_judged)

@@ -258,6 +258,11 @@ def make_light_on_dark(pixels):
     return pixels
 
 
+def inverted(pixels):
+    """The normalised crop ``pixels`` in the other polarity, its contrast stretched again."""
+    return stretch_contrast(1.0 - pixels).astype(pixels.dtype, copy=False)
+
+
 def stretch_contrast(pixels):
     """Map the 2nd percentile to 0 and the maximum to 1; flat images become all zero."""
     low = float(np.percentile(pixels, 2))

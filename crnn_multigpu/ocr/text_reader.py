@@ -6,7 +6,7 @@ This module imports no TensorFlow, so that a reader which does not need it (the 
 starts without it.
 """
 from crnn_multigpu.datasets import make_batch
-from crnn_multigpu.datasets.images import grey_pixels, normalise, widened
+from crnn_multigpu.datasets.images import grey_pixels, inverted, normalise, widened
 from crnn_multigpu.datasets.charset import Charset
 from crnn_multigpu.datasets.language import get_language
 from crnn_multigpu.datasets.unreadable import UnreadableImages
@@ -28,6 +28,13 @@ CAPITALS_MARGIN = 1.0
 # lines unchanged. A smaller margin took more condensed words and lost plain ones.
 CONDENSED_STRETCH = 2.0
 CONDENSED_MARGIN = 0.5
+# A crop's polarity is judged from its border (normalise): a sign's frame or a coloured bar
+# at its edge makes dark text on a light field look like light text on a dark one (NOTICE,
+# PARKING in a yellow frame: read as nothing). Every crop is also read inverted, that reading
+# kept when it is POLARITY_MARGIN (natural log) more probable: the README's photographed words
+# 21 -> 26 of 33 (any margin from 0 to 2 alike); 2,000 held-out-family words 91.8 -> 92.1 %
+# (case-blind), 400 condensed words, 300 loose crops and 150 loose Chinese lines unchanged.
+POLARITY_MARGIN = 1.0
 
 
 def evaluate_dataset(dataset, recognize, batch_size=64, limit=None, keep_examples=0,
@@ -200,13 +207,15 @@ class TextReader(object):
         :meth:`crop_array`. Returns (texts, log_probs). A crop that is one band of ink (framed
         as small letters) is also read framed as capitals
         (:func:`~crnn_multigpu.ocr.text_box.as_capitals`), and every crop widened
-        (:data:`CONDENSED_STRETCH`): the more probable reading is kept, by a margin."""
+        (:data:`CONDENSED_STRETCH`) and inverted (:data:`POLARITY_MARGIN`): the more probable
+        reading is kept, by a margin."""
         texts, log_probs = self.recognize_arrays(arrays, batch_size)
         capitals = [(index, as_capitals(array)) for index, array in enumerate(arrays)]
         again = [(index, normalise(framed, self.height), CAPITALS_MARGIN)
                  for index, framed in capitals if framed is not None]
         again += [(index, widened(array, CONDENSED_STRETCH), CONDENSED_MARGIN)
                   for index, array in enumerate(arrays)]
+        again += [(index, inverted(array), POLARITY_MARGIN) for index, array in enumerate(arrays)]
         if again:
             for (index, _, margin), text, log_prob in zip(again, *self.recognize_arrays(
                     [array for _, array, _ in again], batch_size)):
