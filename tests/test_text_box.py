@@ -157,28 +157,33 @@ def test_the_text_model_reads_words_given_wide_margins():
 CONDENSED_WORDS = ["AT", "ALL", "TIMES", "EXIT", "OPEN", "PARKING", "NO", "STOP", "Taxi", "Hotel"]
 
 
+def right_with_and_without(monkeypatch, images, truths, setting, off):
+    """How many of ``images`` the text model reads as ``truths`` (``read_crops`` of their
+    ``crop_array``), as it reads them and with ``text_reader``'s ``setting`` set to ``off``."""
+    from crnn_multigpu.ocr import text_reader
+    recognizer = Recognizer.shipped("text")
+    try:
+        arrays = [recognizer.crop_array(image) for image in images]
+        readings = [recognizer.read_crops(arrays)[0]]
+        monkeypatch.setattr(text_reader, setting, off)
+        readings.append(recognizer.read_crops(arrays)[0])
+    finally:
+        recognizer.close()
+    return [sum(text == truth for text, truth in zip(texts, truths)) for texts in readings]
+
+
 def test_condensed_type_is_read_widened(monkeypatch):
     """Signs' narrow capitals: DejaVu Sans Bold squeezed to 30-50 % of its width. Brought to the
     model's height they leave it too few columns a letter ("AT" read as nothing); read widened
     too, the more probable reading kept, they read right (measured: 35 of the 50 against 15)."""
-    from crnn_multigpu.ocr import text_reader
-    recognizer = Recognizer.shipped("text")
-    try:
-        images = []
-        for squeeze in (0.3, 0.35, 0.4, 0.45, 0.5):
-            for word in CONDENSED_WORDS:
-                image = draw_word(word, FACES[1])
-                images.append(image.resize((int(squeeze * image.width), image.height),
-                                           Image.BILINEAR))
-        arrays = [recognizer.crop_array(image) for image in images]
-        widened = recognizer.read_crops(arrays)[0]
-        monkeypatch.setattr(text_reader, "CONDENSED_STRETCH", 1.0)  # the reading as it comes
-        as_given = recognizer.read_crops(arrays)[0]
-    finally:
-        recognizer.close()
-    truths = CONDENSED_WORDS * 5
-    right = sum(text == word for text, word in zip(widened, truths))
-    right_as_given = sum(text == word for text, word in zip(as_given, truths))
+    images = []
+    for squeeze in (0.3, 0.35, 0.4, 0.45, 0.5):
+        for word in CONDENSED_WORDS:
+            image = draw_word(word, FACES[1])
+            images.append(image.resize((int(squeeze * image.width), image.height),
+                                       Image.BILINEAR))
+    right, right_as_given = right_with_and_without(monkeypatch, images, CONDENSED_WORDS * 5,
+                                                   "CONDENSED_STRETCH", 1.0)
     assert right >= 30 and right >= right_as_given + 12, (right, right_as_given)
 
 
@@ -194,17 +199,7 @@ def test_a_framed_sign_is_read_in_the_polarity_that_reads_better(monkeypatch):
     the sign's dark print is taken for light print on dark paper and the model reads it in the
     wrong polarity. Read inverted too, the more probable reading kept, the words read right
     (measured: 13 of the 20 against 3)."""
-    from crnn_multigpu.ocr import text_reader
-    recognizer = Recognizer.shipped("text")
-    try:
-        images = [framed_sign(word, face) for face in FACES[:2] for word in CONDENSED_WORDS]
-        arrays = [recognizer.crop_array(image) for image in images]
-        both = recognizer.read_crops(arrays)[0]
-        monkeypatch.setattr(text_reader, "POLARITY_MARGIN", float("inf"))  # as judged
-        as_judged = recognizer.read_crops(arrays)[0]
-    finally:
-        recognizer.close()
-    truths = CONDENSED_WORDS * 2
-    right = sum(text == word for text, word in zip(both, truths))
-    right_as_judged = sum(text == word for text, word in zip(as_judged, truths))
-    assert right >= 10 and right >= right_as_judged + 6, (both, as_judged)
+    images = [framed_sign(word, face) for face in FACES[:2] for word in CONDENSED_WORDS]
+    right, right_as_judged = right_with_and_without(monkeypatch, images, CONDENSED_WORDS * 2,
+                                                    "POLARITY_MARGIN", float("inf"))
+    assert right >= 10 and right >= right_as_judged + 6, (right, right_as_judged)
