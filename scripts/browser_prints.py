@@ -98,7 +98,8 @@ def main_body(argv=None):
         fail("no %s HTML document to print under %s; run scripts/install_system_packages.sh "
              "--detector (and --chinese for zh)" % (args.language, ", ".join(BROWSER_ROOTS)))
     faces = faces_for(get_language(args.language))
-    kept = print_documents(documents, faces, args.out, args.count, random.Random(args.seed))
+    kept = print_documents(documents, faces, args.out, args.count, random.Random(args.seed),
+                           lambda line: print(line, flush=True))
     print("%d prints of %d training-side %s documents in %s" % (
         kept, len(documents), args.language, args.out))
     return 0
