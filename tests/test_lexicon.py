@@ -220,7 +220,8 @@ def test_recognizer_with_lexicon_picks_the_most_probable_word(trained):
     out, _, _, images, words = trained
     recognizer = Recognizer(out)
     try:
-        plain, _, arrays = recognizer.recognize_files(images[:6])
+        arrays = [recognizer.crop_array(path) for path in images[:6]]
+        plain = recognizer.recognize_arrays(arrays)[0]
         from crnn_multigpu.datasets import make_batch
         frames = recognizer.frame_log_probs(make_batch(arrays, None, recognizer.charset,
                                                        recognizer.image_width))
