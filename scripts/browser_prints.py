@@ -58,7 +58,10 @@ def print_documents(documents, faces, out, count, rng, log=print):
     logged and left out."""
     os.makedirs(out, exist_ok=True)
     index = os.path.join(out, INDEX)
-    number = sum(1 for _ in open(index)) if os.path.isfile(index) else 0
+    number = 0
+    if os.path.isfile(index):
+        with open(index, encoding="utf-8") as stream:
+            number = sum(1 for _ in stream)
     kept = 0
     for _ in range(count):
         source = rng.choice(documents)

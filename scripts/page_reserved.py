@@ -182,13 +182,14 @@ def main_body(argv=None):
     print(table(done.results))
     print("\nDone when (no page refused or read turned, rows >= PP-OCRv4, page CER <= "
           "Tesseract):")
-    for line in verdicts(done.results):
+    done_when = verdicts(done.results)
+    for line in done_when:
         print("- " + line)
     print(done.machine)
     print("%d s in all; pages at %d dpi, seed %d" % (done.seconds, args.dpi, args.seed))
     write_json(args.json, dict(figures=done.results, pages=done.pages, skipped=done.skipped,
                                machine=done.machine, others_share=done.share,
-                               verdicts=verdicts(done.results),
+                               verdicts=done_when,
                                settings=dict((key, getattr(args, key)) for key in (
                                    "pages_per_make", "languages", "makes", "seed", "dpi",
                                    "per_document"))))
